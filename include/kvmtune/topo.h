@@ -1,0 +1,92 @@
+/* Host model: the machine as placement sees it, filled from hwloc (live host, XML
+ * export or synthetic string) and from sysfs under a root for memory and hugepages.
+ *
+ * Everything is plain arrays indexed by our own dense indexes; os indexes (the
+ * numbers in /proc and sysfs) are kept beside them. Only online, allowed PUs are
+ * listed. A "group" is the set of cores sharing one L3 cache AND one NUMA node
+ * (on SNC hosts one L3 spans several nodes; on NPS1 EPYC one node has many L3s). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <hwloc.h>
+
+#define TOPO_PAGE_SIZES 2               /* index 0: 2 MiB, 1: 1 GiB */
+#define TOPO_PAGE_2M 0
+#define TOPO_PAGE_1G 1
+
+struct topo_pu {
+        unsigned os;                    /* logical CPU number, as in /proc */
+        int core;                       /* index into host->cores */
+};
+
+struct topo_core {
+        int first_pu, npu;              /* PUs are contiguous in host->pus */
+        int group;                      /* index into host->groups */
+        int node;                       /* index into host->nodes */
+        int kind;                       /* hwloc cpukind index, -1 when unknown */
+};
+
+struct topo_group {
+        int first_core, ncore;          /* cores are contiguous in host->cores */
+        int node;
+        int l3;                         /* L3 os/logical index, -1 when no L3 */
+};
+
+struct topo_hpool {
+        uint64_t total;                 /* pages in the pool (nr_hugepages) */
+        uint64_t free;                  /* free pages not held by a placed domain */
+};
+
+struct topo_node {
+        unsigned os;                    /* NUMA node number, as in sysfs */
+        uint64_t memory_kib;            /* local memory, 0 when unknown */
+        bool memory_known;
+        int first_group, ngroup;        /* groups are contiguous in host->groups */
+        int npu;                        /* online PUs local to the node (0: CPU-less) */
+        struct topo_hpool hp[TOPO_PAGE_SIZES];
+};
+
+struct topo_pci {
+        char busid[16];                 /* "0000:3b:00.0" */
+        int node;                       /* index into host->nodes, -1 unknown */
+};
+
+struct topo {
+        hwloc_topology_t hw;            /* kept for bitmap helpers and drawing */
+        int npu, ncore, ngroup, nnode, npci;
+        struct topo_pu *pus;
+        struct topo_core *cores;
+        struct topo_group *groups;
+        struct topo_node *nodes;
+        struct topo_pci *pcis;
+        unsigned *distance;             /* nnode * nnode, NULL when unknown */
+        unsigned max_os;                /* largest PU os index + 1 */
+        int *pu_by_os;                  /* os index -> PU index, -1 when absent */
+        int smt;                        /* max PUs per core */
+        bool is_this_system;
+        char *description;              /* "2 nodes, 4 groups, 48 cores, 96 PUs" */
+};
+
+enum topo_source { TOPO_SOURCE_LIVE, TOPO_SOURCE_XML, TOPO_SOURCE_SYNTHETIC };
+
+/* Loads a host model. arg is the XML path or synthetic string (NULL for live).
+ * sysfs_root: when non-NULL, memory and hugepage pools are read from
+ * DIR/sys/devices/system/node/nodeN/ (and override hwloc's memory sizes).
+ * Returns 0 or negative errno; *ret is owned by the caller (topo_free). */
+int topo_load(enum topo_source source, const char *arg, const char *sysfs_root,
+              struct topo **ret);
+struct topo *topo_free(struct topo *t);
+
+/* Re-reads hugepage pools and node memory under sysfs_root. */
+int topo_refresh_memory(struct topo *t, const char *sysfs_root);
+
+int topo_node_by_os(const struct topo *t, unsigned os);      /* index or -1 */
+int topo_pu_by_os(const struct topo *t, unsigned os);        /* index or -1 */
+static inline int topo_pu_node(const struct topo *t, int pu) {
+        return t->cores[t->pus[pu].core].node;
+}
+unsigned topo_distance(const struct topo *t, int a, int b);  /* 10 same node */
+
+/* hwloc bitmap of os indexes <-> list of PU indexes. */
+hwloc_bitmap_t topo_pus_to_bitmap(const struct topo *t, const int *pus, int n);

@@ -1,0 +1,79 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "kvmtune/util.h"
+
+static void *check(void *p) {
+        if (!p)
+                abort();
+        return p;
+}
+
+void *xmalloc(size_t n) { return check(malloc(n ? n : 1)); }
+void *xcalloc(size_t n, size_t size) { return check(calloc(n ? n : 1, size ? size : 1)); }
+void *xrealloc(void *p, size_t n) { return check(realloc(p, n ? n : 1)); }
+char *xstrdup(const char *s) { return check(strdup(s)); }
+
+char *xasprintf(const char *fmt, ...) {
+        va_list ap;
+        char *s;
+
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                abort();
+        va_end(ap);
+        return s;
+}
+
+static int unit_shift(char u, unsigned *ret_shift) {
+        switch (u) {
+        case 'k': case 'K': *ret_shift = 0; return 0;
+        case 'm': case 'M': *ret_shift = 10; return 0;
+        case 'g': case 'G': *ret_shift = 20; return 0;
+        case 't': case 'T': *ret_shift = 30; return 0;
+        default: return -EINVAL;
+        }
+}
+
+int parse_size_kib(const char *s, unsigned long long *ret_kib) {
+        unsigned long long v;
+        unsigned shift;
+        char *end;
+
+        if (!s || *s < '0' || *s > '9')
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno || end == s)
+                return -EINVAL;
+        if (*end == '\0') {             /* plain bytes */
+                *ret_kib = v / 1024;
+                return 0;
+        }
+        if (unit_shift(*end, &shift) < 0)
+                return -EINVAL;
+        end++;
+        if (*end == 'i')
+                end++;
+        if (*end == 'B' || *end == 'b')
+                end++;
+        if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
+                return -EINVAL;
+        *ret_kib = v << shift;
+        return 0;
+}
+
+const char *format_size_kib(unsigned long long kib, char *buf, size_t len) {
+        static const char units[] = "kMGT";
+        unsigned i = 0;
+
+        while (i < 3 && kib >= 1024 && kib % 1024 == 0) {
+                kib /= 1024;
+                i++;
+        }
+        snprintf(buf, len, "%llu%c", kib, units[i]);
+        return buf;
+}
