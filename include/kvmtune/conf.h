@@ -1,1 +1,54 @@
+/* Configuration: /etc/kvmtuned/kvmtuned.conf plus kvmtuned.conf.d/*.conf drop-ins
+ * (lexical order), INI, table-driven, errors as "FILE:LINE: message". No file at
+ * all is valid (built-in defaults). See SPEC.md and kvmtuned.conf(5). */
 #pragma once
+
+#include <stdbool.h>
+#include <hwloc.h>
+
+#include "kvmtune/policy.h"
+#include "kvmtune/topo.h"
+
+#define CONF_PATH_DEFAULT SYSCONFDIR "/kvmtuned/kvmtuned.conf"
+
+struct conf_domain {
+        char *pattern;                  /* fnmatch glob on the domain name */
+        struct policy policy;           /* only keys in policy.set apply */
+};
+
+struct conf_hugepages {
+        bool set;                       /* the size appears in [hugepages] */
+        bool per_node;                  /* "0:16 1:16" rather than a total */
+        unsigned long long total;       /* plain total, spread over nodes with memory */
+        int nnode;
+        unsigned node_os[256];          /* per_node: NUMA node numbers ... */
+        unsigned long long count[256];  /* ... and their page counts */
+};
+
+struct conf {
+        char *uri;                      /* [libvirt] uri, default qemu:///system */
+        char *reserved_cpus;            /* [host] reserved_cpus as written; NULL: default */
+        struct policy defaults;         /* [defaults], over the built-in defaults */
+        int ndomain;
+        struct conf_domain *domains;    /* [domain "glob"] in file order */
+        struct conf_hugepages hugepages[TOPO_PAGE_SIZES]; /* [hugepages] 2M, 1G */
+        int hook_timeout_ms;            /* [daemon] hook_timeout, default 2000 */
+};
+
+/* Parses path and then path.d/*.conf. A missing main file is not an error.
+ * On error returns negative errno, writes "FILE:LINE: message" into err
+ * (errlen bytes) and leaves *ret untouched. *ret is owned by the caller. */
+int conf_load(const char *path, struct conf **ret, char *err, size_t errlen);
+/* Parses one buffer as if it were file 'name' (tests, fuzzing). */
+int conf_load_string(const char *name, const char *text, struct conf **ret, char *err, size_t errlen);
+struct conf *conf_free(struct conf *c);
+
+/* Reserved CPUs as a bitmap of os indexes: reserved_cpus parsed with hwloc's
+ * list syntax ("0,1", "0-3,8"), empty string: none, unset: NULL (caller uses
+ * placement_default_reserved()). Returns 0 or -EINVAL. */
+int conf_reserved_cpus(const struct conf *c, hwloc_bitmap_t *ret);
+
+/* The effective policy for a domain: built-in defaults, then [defaults], then the
+ * first matching [domain] section, then the metadata policy (may be NULL). */
+void conf_policy_for(const struct conf *c, const char *name, const struct policy *metadata,
+                     struct policy *ret);
