@@ -1,4 +1,4 @@
-/* Configuration: /etc/kvmtuned/kvmtuned.conf plus kvmtuned.conf.d/*.conf drop-ins
+/* Configuration: /etc/kvmtuned/kvmtuned.conf plus kvmtuned.conf.d/NAME.conf drop-ins
  * (lexical order), INI, table-driven, errors as "FILE:LINE: message". No file at
  * all is valid (built-in defaults). See SPEC.md and kvmtuned.conf(5). */
 #pragma once
@@ -10,6 +10,12 @@
 #include "kvmtune/topo.h"
 
 #define CONF_PATH_DEFAULT SYSCONFDIR "/kvmtuned/kvmtuned.conf"
+#define CONF_URI_DEFAULT "qemu:///system"
+#define CONF_LINE_MAX 4096              /* bytes per line, without the newline */
+#define CONF_FILE_MAX (1024 * 1024)     /* bytes per file (and per conf_load_string text) */
+#define CONF_HOOK_TIMEOUT_DEFAULT_MS 2000
+#define CONF_HOOK_TIMEOUT_MIN_MS 100
+#define CONF_HOOK_TIMEOUT_MAX_MS 30000
 
 struct conf_domain {
         char *pattern;                  /* fnmatch glob on the domain name */
@@ -19,7 +25,8 @@ struct conf_domain {
 struct conf_hugepages {
         bool set;                       /* the size appears in [hugepages] */
         bool per_node;                  /* "0:16 1:16" rather than a total */
-        unsigned long long total;       /* plain total, spread over nodes with memory */
+        unsigned long long total;       /* plain total, spread over nodes with memory;
+                                           per_node: the sum of count[] */
         int nnode;
         unsigned node_os[256];          /* per_node: NUMA node numbers ... */
         unsigned long long count[256];  /* ... and their page counts */
@@ -35,7 +42,11 @@ struct conf {
         int hook_timeout_ms;            /* [daemon] hook_timeout, default 2000 */
 };
 
-/* Parses path and then path.d/*.conf. A missing main file is not an error.
+/* Parses path (NULL: CONF_PATH_DEFAULT) and then path.d/NAME.conf in byte order
+ * (names starting with '.' skipped). A missing main file or .d folder is not an
+ * error. A [domain] pattern seen before (same file or an earlier one) reopens
+ * that section: its keys are overridden, its position kept; other sections
+ * append. Errors without a line (cannot read, too large) are "FILE: message".
  * On error returns negative errno, writes "FILE:LINE: message" into err
  * (errlen bytes) and leaves *ret untouched. *ret is owned by the caller. */
 int conf_load(const char *path, struct conf **ret, char *err, size_t errlen);
@@ -48,7 +59,12 @@ struct conf *conf_free(struct conf *c);
  * placement_default_reserved()). Returns 0 or -EINVAL. */
 int conf_reserved_cpus(const struct conf *c, hwloc_bitmap_t *ret);
 
+/* The first [domain] section whose glob matches name, or NULL. */
+const struct conf_domain *conf_domain_match(const struct conf *c, const char *name);
+
 /* The effective policy for a domain: built-in defaults, then [defaults], then the
- * first matching [domain] section, then the metadata policy (may be NULL). */
+ * first matching [domain] section, then the metadata policy (may be NULL), key by
+ * key. ret->source is the last layer that set a key: defaults, config, metadata.
+ * c may be NULL (built-in defaults only). */
 void conf_policy_for(const struct conf *c, const char *name, const struct policy *metadata,
                      struct policy *ret);

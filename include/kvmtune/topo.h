@@ -42,7 +42,9 @@ struct topo_node {
         unsigned os;                    /* NUMA node number, as in sysfs */
         uint64_t memory_kib;            /* local memory, 0 when unknown */
         bool memory_known;
-        int first_group, ngroup;        /* groups are contiguous in host->groups */
+        int first_group, ngroup;        /* groups are contiguous in host->groups; a
+                                         * CPU-less node has ngroup 0 and first_group
+                                         * where its groups would start */
         int npu;                        /* online PUs local to the node (0: CPU-less) */
         struct topo_hpool hp[TOPO_PAGE_SIZES];
 };
@@ -65,20 +67,30 @@ struct topo {
         int *pu_by_os;                  /* os index -> PU index, -1 when absent */
         int smt;                        /* max PUs per core */
         bool is_this_system;
-        char *description;              /* "2 nodes, 4 groups, 48 cores, 96 PUs" */
+        char *description;              /* "2 nodes, 4 L3 groups, 48 cores, 96 PUs"
+                                         * ("groups" when some group has no L3) */
 };
 
 enum topo_source { TOPO_SOURCE_LIVE, TOPO_SOURCE_XML, TOPO_SOURCE_SYNTHETIC };
 
 /* Loads a host model. arg is the XML path or synthetic string (NULL for live).
  * sysfs_root: when non-NULL, memory and hugepage pools are read from
- * DIR/sys/devices/system/node/nodeN/ (and override hwloc's memory sizes).
- * Returns 0 or negative errno; *ret is owned by the caller (topo_free). */
+ * DIR/sys/devices/system/node/nodeN/ (and override hwloc's memory sizes); a
+ * missing file is an empty pool (or hwloc's size for meminfo), not an error.
+ * NULL: hwloc's sizes and page counts only (free = total).
+ * A core whose PUs no NUMA node covers (memory-less dies, offline node) is
+ * attached to the nearest node with memory: the first ancestor whose nodeset
+ * holds one, lowest os index first. A core covered by several nodes belongs to
+ * the one with the smallest cpuset, then the most memory (DDR beats HBM).
+ * Returns 0 or negative errno (-ENOENT missing file, -EINVAL bad XML, bad
+ * synthetic string or argument, -ENODEV no PU); *ret is owned by the caller
+ * (topo_free) and untouched on failure. */
 int topo_load(enum topo_source source, const char *arg, const char *sysfs_root,
               struct topo **ret);
 struct topo *topo_free(struct topo *t);
 
-/* Re-reads hugepage pools and node memory under sysfs_root. */
+/* Re-reads hugepage pools and node memory under sysfs_root (NULL: back to
+ * hwloc's values). 0 or negative errno (-EINVAL for a malformed file). */
 int topo_refresh_memory(struct topo *t, const char *sysfs_root);
 
 int topo_node_by_os(const struct topo *t, unsigned os);      /* index or -1 */
@@ -86,7 +98,10 @@ int topo_pu_by_os(const struct topo *t, unsigned os);        /* index or -1 */
 static inline int topo_pu_node(const struct topo *t, int pu) {
         return t->cores[t->pus[pu].core].node;
 }
-unsigned topo_distance(const struct topo *t, int a, int b);  /* 10 same node */
+/* NUMA latency from the matrix; without one 10 for a == b and 20 (the
+ * kernel's default remote SLIT value) otherwise. UINT_MAX for a bad index. */
+unsigned topo_distance(const struct topo *t, int a, int b);
 
-/* hwloc bitmap of os indexes <-> list of PU indexes. */
+/* hwloc bitmap of the os indexes of PU indexes (caller frees with
+ * hwloc_bitmap_free); NULL when an index is out of range. */
 hwloc_bitmap_t topo_pus_to_bitmap(const struct topo *t, const int *pus, int n);

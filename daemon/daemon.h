@@ -1,0 +1,150 @@
+/* kvmtuned internals: the daemon state shared by the event loop bridge
+ * (evloop.c), the libvirt watcher (watch.c), the domain table (domains.c), the
+ * appliers (apply.c), the placement record (record.c) and the control methods
+ * (methods.c). Single-threaded: everything runs from the sd-event loop. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <hwloc.h>
+#include <libvirt/libvirt.h>
+#include <systemd/sd-event.h>
+
+#include "kvmtune/conf.h"
+#include "kvmtune/placement.h"
+#include "kvmtune/policy.h"
+#include "kvmtune/topo.h"
+
+#define PLACEMENT_RECORD_KEY "kvmtuned-placement"
+
+enum domain_state {
+        DOMAIN_TUNED,                   /* placed on dedicated PUs as its policy says */
+        DOMAIN_SHARED,                  /* confined to the shared pool */
+        DOMAIN_IGNORED,                 /* cpu=none, or pinned by hand: left alone */
+        DOMAIN_UNPLACED,                /* wanted dedicated PUs, no room: on the shared pool */
+        DOMAIN_FAILED,                  /* applying failed; reason says what */
+        _DOMAIN_STATE_MAX,
+};
+
+/* Resolved cpusets of one domain: what the appliers write (os indexes). */
+struct pinset {
+        int nvcpu;
+        hwloc_bitmap_t *vcpu;
+        hwloc_bitmap_t emulator;
+        int niothread;
+        int *iothread_id;
+        hwloc_bitmap_t *iothread;
+        hwloc_bitmap_t mems;            /* NUMA node os indexes, NULL: not managed */
+        enum policy_numa numa;
+};
+
+struct domain {
+        int id;                         /* owner id in struct alloc, > 0 */
+        char *name;
+        char uuid[37];
+        int libvirt_id;
+        pid_t pid;                      /* QEMU process, 0 unknown */
+        int vcpus;
+        int niothread;
+        int *iothread_ids;
+        uint64_t memory_kib;
+        unsigned long page_kib;
+        struct policy policy;
+        bool placed;                    /* plan committed in the alloc */
+        struct plan plan;
+        hwloc_bitmap_t hand_cpus;       /* pinned by hand: PUs counted as taken */
+        struct pinset pins;             /* last applied (nvcpu 0: none) */
+        enum domain_state state;
+        char reason[PLACEMENT_REASON_MAX];
+        bool seen;                      /* marked during a resync */
+};
+
+struct daemon {
+        sd_event *event;
+        const char *config_path;
+        const char *socket_path;
+        const char *connect_uri;        /* --connect, overrides the config */
+        const char *sysfs_root;
+        const char *topology_path;
+        uint64_t start_usec;            /* CLOCK_MONOTONIC */
+
+        struct conf *conf;
+        struct topo *topo;
+        hwloc_bitmap_t reserved;
+        struct alloc *alloc;
+
+        /* libvirt */
+        char *uri;
+        virConnectPtr conn;
+        bool connected;
+        int cb_lifecycle, cb_metadata;
+        sd_event_source *reconnect;
+        uint64_t reconnect_delay_usec;
+        bool scanned;                   /* first scan done (READY sent) */
+
+        /* domains */
+        int ndomain;
+        struct domain **domains;
+        int next_id;
+};
+
+/* evloop.c: libvirt's event loop implemented on sd-event. Call before
+ * virConnectOpen. */
+int evloop_register(sd_event *e);
+
+/* watch.c */
+int watch_start(struct daemon *d);      /* connects, or schedules a reconnect */
+void watch_stop(struct daemon *d);
+int watch_resync(struct daemon *d);     /* rescans all running domains */
+virDomainPtr watch_lookup(struct daemon *d, const char *uuid);
+
+/* domains.c */
+const char *domain_state_to_string(enum domain_state s);
+struct domain *domains_find(struct daemon *d, const char *name);
+struct domain *domains_find_uuid(struct daemon *d, const char *uuid);
+/* Acquires the domain's facts from libvirt, decides and applies. rescan: the
+ * daemon (re)discovers a running domain and keeps a matching placement record. */
+int domains_update(struct daemon *d, virDomainPtr dom, bool rescan);
+/* Releases whatever the domain holds; forget also drops it from the table. */
+void domains_release(struct daemon *d, const char *uuid, bool forget);
+/* Re-applies the shared pool to every shared/unplaced domain. */
+void domains_follow_pool(struct daemon *d);
+/* Recomputes and re-applies one domain (NULL name: every domain). */
+int domains_rebalance(struct daemon *d, const char *name);
+/* Re-evaluates every domain whose effective policy differs under d->conf;
+ * changed() is called with each such name. Returns how many. */
+int domains_reevaluate(struct daemon *d, void (*changed)(const char *name, void *ud), void *ud);
+/* One pass of a resync (watch_resync): 0 adopts recorded placements and hand
+ * pins, 1 places the rest. */
+int domains_resync_pass(struct daemon *d, virDomainPtr dom, int pass);
+void domains_count(struct daemon *d, int counts[_DOMAIN_STATE_MAX]);
+void domains_free_all(struct daemon *d);
+void domains_notify_status(struct daemon *d);
+
+/* pinset helpers (apply.c) */
+void pinset_done(struct pinset *p);
+bool pinset_equal(const struct pinset *a, const struct pinset *b);
+void pinset_copy(struct pinset *dst, const struct pinset *src);
+
+/* apply.c: changes the system. Returns 0 or negative errno with a reason. */
+int apply_pins(struct daemon *d, virDomainPtr dom, const struct domain *dm,
+               const struct pinset *p, char reason[PLACEMENT_REASON_MAX]);
+int apply_numa(struct daemon *d, virDomainPtr dom, const struct domain *dm,
+               const struct pinset *p, char reason[PLACEMENT_REASON_MAX]);
+/* Reads the cgroup directory of a QEMU pid (v1 cpuset or v2) below sysfs_root. */
+int apply_cgroup_dir(const char *sysfs_root, pid_t pid, char **ret);
+
+/* record.c: the placement record kept in the domain's live metadata. */
+char *record_format(const struct topo *t, const struct domain *dm);
+/* Parses a record into a plan (dedicated) and the recorded vCPU cpusets, which
+ * are compared with the live pins. Returns 0, -EINVAL. */
+int record_parse(const struct topo *t, const char *xml, bool *ret_dedicated,
+                 struct plan *ret_plan, struct pinset *ret_pins);
+int record_store(struct daemon *d, virDomainPtr dom, const struct domain *dm);
+
+/* methods.c */
+struct ctl_method;
+extern const struct ctl_method daemon_methods[];
+extern const int daemon_nmethods;
+int daemon_reload(struct daemon *d, char *err, size_t errlen);

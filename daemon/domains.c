@@ -1,0 +1,625 @@
+/* The domain table: per running domain its facts (acquired from libvirt), its
+ * effective policy, its plan (decided by the pure placement engine) and its
+ * state, and the calls into the appliers. A failure of one domain is logged
+ * with its name and never stops the others. */
+#include "config.h"
+
+#include <errno.h>
+#include <libvirt/virterror.h>
+#include <systemd/sd-daemon.h>
+
+#include "daemon.h"
+#include "kvmtune/domxml.h"
+#include "kvmtune/hostfs.h"
+#include "kvmtune/log.h"
+#include "kvmtune/util.h"
+
+#define dlog(dm, level, ...) log_full((level), (dm)->name, (dm)->uuid, 0, __VA_ARGS__)
+
+static inline void domxml_freep(struct domxml **x) { domxml_free(*x); }
+static inline void bitmap_freep(hwloc_bitmap_t *m) { if (*m) hwloc_bitmap_free(*m); }
+#define _cleanup_bitmap_ _cleanup_(bitmap_freep)
+
+static const char *const state_names[_DOMAIN_STATE_MAX] = {
+        [DOMAIN_TUNED] = "tuned", [DOMAIN_SHARED] = "shared", [DOMAIN_IGNORED] = "ignored",
+        [DOMAIN_UNPLACED] = "unplaced", [DOMAIN_FAILED] = "failed",
+};
+
+const char *domain_state_to_string(enum domain_state s) {
+        return s >= 0 && s < _DOMAIN_STATE_MAX ? state_names[s] : "unknown";
+}
+
+struct domain *domains_find(struct daemon *d, const char *name) {
+        for (int i = 0; i < d->ndomain; i++)
+                if (streq(d->domains[i]->name, name))
+                        return d->domains[i];
+        return NULL;
+}
+
+struct domain *domains_find_uuid(struct daemon *d, const char *uuid) {
+        for (int i = 0; i < d->ndomain; i++)
+                if (streq(d->domains[i]->uuid, uuid))
+                        return d->domains[i];
+        return NULL;
+}
+
+static struct domain *domain_add(struct daemon *d, const char *name, const char *uuid) {
+        struct domain *dm = xcalloc(1, sizeof *dm);
+
+        dm->id = ++d->next_id;
+        dm->name = xstrdup(name);
+        snprintf(dm->uuid, sizeof dm->uuid, "%s", uuid);
+        d->domains = xrealloc(d->domains, (d->ndomain + 1) * sizeof *d->domains);
+        d->domains[d->ndomain++] = dm;
+        return dm;
+}
+
+static void domain_set_state(struct domain *dm, enum domain_state s, const char *reason) {
+        dm->state = s;
+        snprintf(dm->reason, sizeof dm->reason, "%s", reason ? reason : "");
+}
+
+/* ---- holding and releasing PUs ---------------------------------------------- */
+
+static void domain_release_hold(struct daemon *d, struct domain *dm) {
+        int cpu;
+
+        if (dm->placed) {
+                alloc_release(d->alloc, d->topo, &dm->plan, dm->id);
+                plan_done(&dm->plan);
+                dm->placed = false;
+        }
+        if (!dm->hand_cpus)
+                return;
+        hwloc_bitmap_foreach_begin(cpu, dm->hand_cpus) {
+                int pu = topo_pu_by_os(d->topo, cpu);
+                if (pu >= 0 && d->alloc->pu_owner[pu] == dm->id)
+                        d->alloc->pu_owner[pu] = ALLOC_FREE;
+        } hwloc_bitmap_foreach_end();
+        hwloc_bitmap_free(dm->hand_cpus);
+        dm->hand_cpus = NULL;
+}
+
+/* A domain pinned by hand keeps its PUs: nobody else is placed there. */
+static void domain_hold_hand(struct daemon *d, struct domain *dm, hwloc_bitmap_t cpus) {
+        int cpu;
+
+        hwloc_bitmap_foreach_begin(cpu, cpus) {
+                int pu = topo_pu_by_os(d->topo, cpu);
+                if (pu >= 0 && d->alloc->pu_owner[pu] == ALLOC_FREE)
+                        d->alloc->pu_owner[pu] = dm->id;
+        } hwloc_bitmap_foreach_end();
+        dm->hand_cpus = cpus;
+}
+
+static void domain_free(struct domain *dm) {
+        if (dm->placed)
+                plan_done(&dm->plan);
+        if (dm->hand_cpus)
+                hwloc_bitmap_free(dm->hand_cpus);
+        pinset_done(&dm->pins);
+        free(dm->iothread_ids);
+        free(dm->name);
+        free(dm);
+}
+
+static void domain_remove(struct daemon *d, struct domain *dm) {
+        for (int i = 0; i < d->ndomain; i++)
+                if (d->domains[i] == dm) {
+                        memmove(d->domains + i, d->domains + i + 1,
+                                (d->ndomain - i - 1) * sizeof *d->domains);
+                        d->ndomain--;
+                        break;
+                }
+        domain_free(dm);
+}
+
+void domains_free_all(struct daemon *d) {
+        for (int i = 0; i < d->ndomain; i++)
+                domain_free(d->domains[i]);
+        free(d->domains);
+        d->domains = NULL;
+        d->ndomain = 0;
+}
+
+/* ---- acquire ------------------------------------------------------------------ */
+
+static pid_t domain_read_pid(const char *name) {
+        _cleanup_free_ char *path = xasprintf("/run/libvirt/qemu/%s.pid", name), *text = NULL;
+
+        if (hostfs_read(NULL, path, &text) < 0)
+                return 0;
+        return (pid_t)atoi(text);
+}
+
+static int domain_acquire(virDomainPtr dom, struct domain *dm, struct domxml **ret) {
+        _cleanup_free_ char *xml = virDomainGetXMLDesc(dom, 0);
+        char err[256] = "";
+        struct domxml *x = NULL;
+
+        if (!xml) {
+                virErrorPtr e = virGetLastError();
+                snprintf(dm->reason, sizeof dm->reason, "cannot read the domain XML: %s",
+                         e && e->message ? e->message : "unknown error");
+                return -EIO;
+        }
+        if (domxml_parse(xml, strlen(xml), &x, err, sizeof err) < 0) {
+                snprintf(dm->reason, sizeof dm->reason, "domain XML: %s", err);
+                return -EINVAL;
+        }
+        dm->libvirt_id = virDomainGetID(dom);
+        dm->pid = domain_read_pid(dm->name);
+        dm->vcpus = x->vcpus;
+        dm->niothread = x->niothread;
+        free(dm->iothread_ids);
+        dm->iothread_ids = xcalloc(x->niothread + 1, sizeof(int));
+        memcpy(dm->iothread_ids, x->iothread_ids, x->niothread * sizeof(int));
+        dm->memory_kib = x->memory_kib;
+        dm->page_kib = x->page_kib;
+        *ret = x;
+        return 0;
+}
+
+/* ---- decide ------------------------------------------------------------------- */
+
+static void domain_policy(struct daemon *d, struct domain *dm, const struct domxml *x) {
+        conf_policy_for(d->conf, dm->name, x->has_policy ? &x->policy : NULL, &dm->policy);
+        if (!(dm->policy.set & POLICY_KEY_PAGE) && x->page_kib)
+                dm->policy.page = x->page_kib >= 1048576 ? POLICY_PAGE_1G : POLICY_PAGE_2M;
+}
+
+static hwloc_bitmap_t domain_live_vcpu_pins(const struct topo *t, const struct domxml *x,
+                                            struct pinset *ret) {
+        hwloc_bitmap_t all = hwloc_bitmap_alloc();
+
+        *ret = (struct pinset){ .nvcpu = x->vcpus };
+        ret->vcpu = xcalloc(x->vcpus + 1, sizeof *ret->vcpu);
+        for (int i = 0; i < x->nvcpupin; i++) {
+                int v = x->vcpupin[i].id;
+                if (v < 0 || v >= x->vcpus || ret->vcpu[v])
+                        continue;
+                ret->vcpu[v] = hwloc_bitmap_alloc();
+                hwloc_bitmap_list_sscanf(ret->vcpu[v], x->vcpupin[i].cpuset);
+                hwloc_bitmap_or(all, all, ret->vcpu[v]);
+        }
+        return all;
+}
+
+static bool domain_pins_match(const struct pinset *live, const struct pinset *rec) {
+        if (live->nvcpu != rec->nvcpu)
+                return false;
+        for (int i = 0; i < live->nvcpu; i++)
+                if (live->vcpu[i] && !hwloc_bitmap_isequal(live->vcpu[i], rec->vcpu[i]))
+                        return false;
+        return true;
+}
+
+static hwloc_bitmap_t topo_online(const struct topo *t) {
+        hwloc_bitmap_t m = hwloc_bitmap_alloc();
+
+        for (int i = 0; i < t->npu; i++)
+                hwloc_bitmap_set(m, t->pus[i].os);
+        return m;
+}
+
+/* Hand pins: cputune vCPU pins that are a real restriction (not every PU) and
+ * do not match our own placement record. Returns their union, or NULL. */
+static hwloc_bitmap_t domain_hand_pins(struct daemon *d, const struct domxml *x) {
+        struct pinset live, rec = {};
+        struct plan p = {};
+        bool dedicated;
+        hwloc_bitmap_t all = domain_live_vcpu_pins(d->topo, x, &live);
+        _cleanup_bitmap_ hwloc_bitmap_t online = topo_online(d->topo);
+        bool ours = false;
+
+        if (x->placement && record_parse(d->topo, x->placement, &dedicated, &p, &rec) == 0) {
+                ours = domain_pins_match(&live, &rec);
+                plan_done(&p);
+                pinset_done(&rec);
+        }
+        pinset_done(&live);
+        if (ours || hwloc_bitmap_iszero(all) || hwloc_bitmap_isincluded(online, all)) {
+                hwloc_bitmap_free(all);
+                return NULL;
+        }
+        return all;
+}
+
+static void domain_request(struct daemon *d, const struct domain *dm, const struct domxml *x,
+                           struct request *ret) {
+        *ret = (struct request){ .vcpus = dm->vcpus, .policy = dm->policy,
+                                 .iothreads = dm->niothread, .memory_kib = dm->memory_kib };
+        for (int i = 0; i < x->npci && ret->npci_nodes < (int)ELEMENTSOF(ret->pci_nodes); i++)
+                for (int j = 0; j < d->topo->npci; j++)
+                        if (streq(d->topo->pcis[j].busid, x->pci[i]) && d->topo->pcis[j].node >= 0)
+                                ret->pci_nodes[ret->npci_nodes++] = d->topo->pcis[j].node;
+}
+
+static int domain_place(struct daemon *d, struct domain *dm, const struct domxml *x) {
+        struct request req;
+        char reason[PLACEMENT_REASON_MAX] = "";
+        int r;
+
+        domain_request(d, dm, x, &req);
+        r = placement_place(d->topo, d->alloc, &req, &dm->plan, reason);
+        if (r < 0) {
+                domain_set_state(dm, DOMAIN_UNPLACED, reason[0] ? reason : strerror(-r));
+                dlog(dm, LOG_WARNING, "no room for %d dedicated vCPU%s (%s): kept on the shared pool; "
+                     "free PUs or relax its policy, then run 'kvmtunectl rebalance %s'",
+                     dm->vcpus, dm->vcpus == 1 ? "" : "s", dm->reason, dm->name);
+                return r;
+        }
+        alloc_commit(d->alloc, d->topo, &dm->plan, dm->id);
+        dm->placed = true;
+        domain_set_state(dm, DOMAIN_TUNED, dm->plan.note);
+        return 0;
+}
+
+/* ---- resolve: plan + allocations -> cpusets ----------------------------------- */
+
+static void pinset_alloc(struct pinset *p, const struct domain *dm) {
+        *p = (struct pinset){ .nvcpu = dm->vcpus, .niothread = dm->niothread, .numa = POLICY_NUMA_NONE };
+        p->vcpu = xcalloc(dm->vcpus + 1, sizeof *p->vcpu);
+        p->iothread = xcalloc(dm->niothread + 1, sizeof *p->iothread);
+        p->iothread_id = xcalloc(dm->niothread + 1, sizeof *p->iothread_id);
+        memcpy(p->iothread_id, dm->iothread_ids, dm->niothread * sizeof(int));
+}
+
+static void pinset_resolve_shared(struct daemon *d, const struct domain *dm, struct pinset *p) {
+        _cleanup_bitmap_ hwloc_bitmap_t pool = placement_shared_pool(d->topo, d->alloc, -1);
+
+        pinset_alloc(p, dm);
+        for (int i = 0; i < p->nvcpu; i++)
+                p->vcpu[i] = hwloc_bitmap_dup(pool);
+        for (int i = 0; i < p->niothread; i++)
+                p->iothread[i] = hwloc_bitmap_dup(pool);
+        p->emulator = hwloc_bitmap_dup(pool);
+}
+
+static void pinset_resolve_plan(struct daemon *d, const struct domain *dm, struct pinset *p) {
+        const struct plan *pl = &dm->plan;
+        _cleanup_bitmap_ hwloc_bitmap_t pool = placement_shared_pool(d->topo, d->alloc, -1);
+
+        pinset_alloc(p, dm);
+        for (int i = 0; i < p->nvcpu; i++)
+                p->vcpu[i] = i < pl->nvcpu ? plan_vcpu_cpus(d->topo, d->alloc, pl, i) : hwloc_bitmap_dup(pool);
+        for (int i = 0; i < p->niothread; i++)
+                p->iothread[i] = i < pl->niothread ? plan_resolve(d->topo, d->alloc, pl, &pl->iothreads[i])
+                                                   : hwloc_bitmap_dup(pool);
+        p->emulator = plan_resolve(d->topo, d->alloc, pl, &pl->emulator);
+        p->numa = pl->numa;
+        if (pl->numa == POLICY_NUMA_NONE || pl->nnode == 0)
+                return;
+        p->mems = hwloc_bitmap_alloc();
+        for (int i = 0; i < pl->nnode; i++)
+                hwloc_bitmap_set(p->mems, d->topo->nodes[pl->nodes[i]].os);
+}
+
+/* Every cpuset must be non-empty: libvirt would refuse an empty one anyway. */
+static bool pinset_usable(const struct pinset *p) {
+        for (int i = 0; i < p->nvcpu; i++)
+                if (!p->vcpu[i] || hwloc_bitmap_iszero(p->vcpu[i]))
+                        return false;
+        for (int i = 0; i < p->niothread; i++)
+                if (!p->iothread[i] || hwloc_bitmap_iszero(p->iothread[i]))
+                        return false;
+        return p->emulator && !hwloc_bitmap_iszero(p->emulator);
+}
+
+static void domain_resolve(struct daemon *d, const struct domain *dm, struct pinset *ret) {
+        if (dm->placed)
+                pinset_resolve_plan(d, dm, ret);
+        else
+                pinset_resolve_shared(d, dm, ret);
+}
+
+/* ---- act ---------------------------------------------------------------------- */
+
+static void domain_fail(struct daemon *d, struct domain *dm, const char *reason) {
+        bool held = dm->placed;
+
+        domain_release_hold(d, dm);
+        domain_set_state(dm, DOMAIN_FAILED, reason);
+        if (held)
+                dlog(dm, LOG_WARNING, "released its dedicated PUs, the domain runs unmanaged");
+}
+
+static int domain_apply(struct daemon *d, virDomainPtr dom, struct domain *dm) {
+        struct pinset p;
+        char reason[PLACEMENT_REASON_MAX] = "";
+        int r;
+
+        domain_resolve(d, dm, &p);
+        if (!pinset_usable(&p)) {
+                pinset_done(&p);
+                domain_fail(d, dm, "the shared pool is empty: every PU is reserved or dedicated");
+                return dlog(dm, LOG_ERR, "%s, leaving its pins as they are", dm->reason), -ENOSPC;
+        }
+        r = apply_pins(d, dom, dm, &p, reason);
+        if (r >= 0)
+                r = apply_numa(d, dom, dm, &p, reason);
+        if (r < 0) {
+                pinset_done(&p);
+                domain_fail(d, dm, reason);
+                return r;
+        }
+        pinset_done(&dm->pins);
+        dm->pins = p;
+        if (record_store(d, dom, dm) < 0)
+                dlog(dm, LOG_WARNING, "cannot store the placement record; a restarted daemon will place it anew");
+        return 0;
+}
+
+static void domain_log_result(const struct domain *dm) {
+        _cleanup_free_ char *cpus = NULL;
+        hwloc_bitmap_t all = hwloc_bitmap_alloc();
+
+        for (int i = 0; i < dm->pins.nvcpu; i++)
+                hwloc_bitmap_or(all, all, dm->pins.vcpu[i]);
+        hwloc_bitmap_list_asprintf(&cpus, all);
+        hwloc_bitmap_free(all);
+        dlog(dm, LOG_INFO, "%s: %d vCPU%s on CPUs %s%s%s", domain_state_to_string(dm->state),
+             dm->vcpus, dm->vcpus == 1 ? "" : "s", cpus ? cpus : "?",
+             dm->reason[0] ? ", " : "", dm->reason);
+}
+
+/* Domains left alone: cpu=none, or pinned by hand (their PUs count as taken).
+ * Returns true when the domain is left alone. */
+static bool domain_decide_keep(struct daemon *d, struct domain *dm, const struct domxml *x) {
+        hwloc_bitmap_t hand;
+
+        if (dm->policy.cpu == POLICY_CPU_NONE) {
+                domain_set_state(dm, DOMAIN_IGNORED, "policy cpu=none");
+                return true;
+        }
+        hand = domain_hand_pins(d, x);
+        if (!hand)
+                return false;
+        domain_hold_hand(d, dm, hand);
+        domain_set_state(dm, DOMAIN_IGNORED, "pinned by hand");
+        dlog(dm, LOG_NOTICE, "pinned by hand, not overriding it; its PUs count as taken");
+        return true;
+}
+
+/* Decides what the domain gets; returns true when pins must be applied. */
+static bool domain_decide(struct daemon *d, struct domain *dm, const struct domxml *x) {
+        domain_policy(d, dm, x);
+        if (domain_decide_keep(d, dm, x))
+                return false;
+        if (dm->policy.cpu == POLICY_CPU_DEDICATED)
+                domain_place(d, dm, x);
+        else
+                domain_set_state(dm, DOMAIN_SHARED, NULL);
+        return true;
+}
+
+static struct domain *domain_get(struct daemon *d, virDomainPtr dom) {
+        char uuid[VIR_UUID_STRING_BUFLEN] = "";
+        const char *name = virDomainGetName(dom);
+        struct domain *dm;
+
+        if (virDomainGetUUIDString(dom, uuid) < 0 || !name)
+                return NULL;
+        dm = domains_find_uuid(d, uuid);
+        return dm ? dm : domain_add(d, name, uuid);
+}
+
+int domains_update(struct daemon *d, virDomainPtr dom, bool rescan) {
+        _cleanup_(domxml_freep) struct domxml *x = NULL;
+        struct domain *dm = domain_get(d, dom);
+        int r;
+
+        if (!dm)
+                return log_error("Cannot identify a libvirt domain, skipping it"), -EIO;
+        dm->seen = true;
+        domain_release_hold(d, dm);
+        r = domain_acquire(dom, dm, &x);
+        if (r < 0) {
+                dm->state = DOMAIN_FAILED;
+                return dlog(dm, LOG_ERR, "%s, leaving it alone", dm->reason), r;
+        }
+        if (domain_decide(d, dm, x)) {
+                r = domain_apply(d, dom, dm);
+                domains_follow_pool(d);
+        }
+        domain_log_result(dm);
+        return r;
+}
+
+/* ---- resync: keep what a previous daemon applied ------------------------------ */
+
+static bool domain_record_free(struct daemon *d, const struct plan *p) {
+        for (int i = 0; i < p->nvcpu; i++)
+                if (p->vcpu_pu[i] < 0 || d->alloc->pu_owner[p->vcpu_pu[i]] != ALLOC_FREE)
+                        return false;
+        for (int i = 0; i < p->nidle; i++)
+                if (d->alloc->pu_owner[p->idle_pus[i]] != ALLOC_FREE)
+                        return false;
+        if (p->emulator.kind == PLACE_DEDICATED)
+                for (int i = 0; i < p->emulator.npu; i++)
+                        if (d->alloc->pu_owner[p->emulator.pus[i]] != ALLOC_FREE)
+                                return false;
+        return true;
+}
+
+/* A dedicated record that matches the live pins and the current policy is
+ * committed as it is: the guest does not move. */
+static int domain_adopt_record(struct daemon *d, struct domain *dm, const struct domxml *x) {
+        struct pinset live, rec;
+        struct plan p;
+        bool dedicated, match;
+
+        if (!x->placement || dm->policy.cpu != POLICY_CPU_DEDICATED ||
+            record_parse(d->topo, x->placement, &dedicated, &p, &rec) < 0)
+                return 0;
+        hwloc_bitmap_free(domain_live_vcpu_pins(d->topo, x, &live));
+        match = dedicated && domain_pins_match(&live, &rec) && p.nvcpu == dm->vcpus &&
+                domain_record_free(d, &p);
+        pinset_done(&live);
+        pinset_done(&rec);
+        if (!match) {
+                plan_done(&p);
+                return 0;
+        }
+        alloc_commit(d->alloc, d->topo, &p, dm->id);
+        dm->plan = p;
+        dm->placed = true;
+        domain_set_state(dm, DOMAIN_TUNED, NULL);
+        pinset_done(&dm->pins);
+        domain_resolve(d, dm, &dm->pins);
+        return 1;
+}
+
+/* pass 0: domains that keep what they have (recorded placement, hand pins,
+ * cpu=none); pass 1: everything else, placed against what pass 0 took. */
+int domains_resync_pass(struct daemon *d, virDomainPtr dom, int pass) {
+        _cleanup_(domxml_freep) struct domxml *x = NULL;
+        struct domain *dm = domain_get(d, dom);
+
+        if (!dm)
+                return -EIO;
+        if (pass == 1)
+                return dm->seen ? 0 : domains_update(d, dom, true);
+        domain_release_hold(d, dm);
+        if (domain_acquire(dom, dm, &x) < 0)
+                return 0;
+        domain_policy(d, dm, x);
+        if (domain_adopt_record(d, dm, x) > 0) {
+                dm->seen = true;
+                dlog(dm, LOG_INFO, "kept its recorded placement");
+                return 1;
+        }
+        if (!domain_decide_keep(d, dm, x))
+                return 0;
+        dm->seen = true;
+        domain_log_result(dm);
+        return 1;
+}
+
+/* ---- events from outside ------------------------------------------------------ */
+
+static void domains_retry_unplaced(struct daemon *d) {
+        for (int i = 0; i < d->ndomain; i++) {
+                struct domain *dm = d->domains[i];
+                virDomainPtr dom;
+
+                if (dm->state != DOMAIN_UNPLACED || !(dom = watch_lookup(d, dm->uuid)))
+                        continue;
+                dlog(dm, LOG_INFO, "PUs were released, trying to place it again");
+                domains_update(d, dom, false);
+                virDomainFree(dom);
+        }
+}
+
+void domains_release(struct daemon *d, const char *uuid, bool forget) {
+        struct domain *dm = domains_find_uuid(d, uuid);
+        bool held;
+
+        if (!dm)
+                return;
+        held = dm->placed || dm->hand_cpus;
+        domain_release_hold(d, dm);
+        dlog(dm, LOG_INFO, "%s, released%s", forget ? "undefined" : "stopped",
+             held ? " its PUs" : "");
+        domain_remove(d, dm);
+        if (!held)
+                return;
+        domains_follow_pool(d);
+        domains_retry_unplaced(d);
+}
+
+static void domain_follow(struct daemon *d, struct domain *dm) {
+        struct pinset p;
+        virDomainPtr dom;
+
+        if (dm->state != DOMAIN_SHARED && dm->state != DOMAIN_UNPLACED && dm->state != DOMAIN_TUNED)
+                return;
+        domain_resolve(d, dm, &p);
+        if (!pinset_usable(&p) || pinset_equal(&p, &dm->pins)) {
+                pinset_done(&p);
+                return;
+        }
+        pinset_done(&p);
+        dom = watch_lookup(d, dm->uuid);
+        if (!dom)
+                return;
+        dlog(dm, LOG_INFO, "the shared pool changed, following it");
+        domain_apply(d, dom, dm);
+        virDomainFree(dom);
+}
+
+void domains_follow_pool(struct daemon *d) {
+        for (int i = 0; i < d->ndomain; i++)
+                domain_follow(d, d->domains[i]);
+}
+
+int domains_rebalance(struct daemon *d, const char *name) {
+        int n = 0;
+
+        if (!d->connected)
+                return -ENOTCONN;
+        for (int i = 0; i < d->ndomain; i++) {
+                struct domain *dm = d->domains[i];
+                virDomainPtr dom;
+
+                if (name && !streq(dm->name, name))
+                        continue;
+                dom = watch_lookup(d, dm->uuid);
+                if (!dom)
+                        continue;
+                domains_update(d, dom, false);
+                virDomainFree(dom);
+                n++;
+        }
+        return name && n == 0 ? -ENOENT : n;
+}
+
+static bool policy_same(const struct policy *a, const struct policy *b) {
+        return a->cpu == b->cpu && a->threads == b->threads && a->emulator == b->emulator &&
+               a->iothreads == b->iothreads && a->numa == b->numa && a->page == b->page &&
+               a->source == b->source;
+}
+
+/* The metadata policy is re-read with the domain's XML: only the config changed. */
+int domains_reevaluate(struct daemon *d, void (*changed)(const char *name, void *ud), void *ud) {
+        int n = 0;
+
+        for (int i = 0; i < d->ndomain; i++) {
+                struct domain *dm = d->domains[i];
+                _cleanup_(domxml_freep) struct domxml *x = NULL;
+                _cleanup_free_ char *xml = NULL;
+                struct policy old = dm->policy;
+                virDomainPtr dom = watch_lookup(d, dm->uuid);
+
+                if (!dom)
+                        continue;
+                xml = virDomainGetXMLDesc(dom, 0);
+                if (xml && domxml_parse(xml, strlen(xml), &x, NULL, 0) == 0) {
+                        domain_policy(d, dm, x);
+                        if (!policy_same(&old, &dm->policy)) {
+                                dlog(dm, LOG_INFO, "policy changed by the new configuration, re-placing");
+                                if (changed)
+                                        changed(dm->name, ud);
+                                domains_update(d, dom, false);
+                                n++;
+                        }
+                }
+                virDomainFree(dom);
+        }
+        return n;
+}
+
+void domains_count(struct daemon *d, int counts[_DOMAIN_STATE_MAX]) {
+        memset(counts, 0, sizeof(int) * _DOMAIN_STATE_MAX);
+        for (int i = 0; i < d->ndomain; i++)
+                counts[d->domains[i]->state]++;
+}
+
+void domains_notify_status(struct daemon *d) {
+        int c[_DOMAIN_STATE_MAX];
+
+        domains_count(d, c);
+        sd_notifyf(0, "STATUS=%d domain%s tuned, %d shared, %d unplaced, %d failed%s",
+                   c[DOMAIN_TUNED], c[DOMAIN_TUNED] == 1 ? "" : "s", c[DOMAIN_SHARED],
+                   c[DOMAIN_UNPLACED], c[DOMAIN_FAILED], d->connected ? "" : " (libvirt disconnected)");
+}

@@ -1,0 +1,158 @@
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "hugepages.h"
+#include "kvmtune/hostfs.h"
+#include "kvmtune/hugepages.h"
+#include "kvmtune/log.h"
+#include "kvmtune/util.h"
+
+static bool reserve_is_host(const char *root) {
+        return !root || !*root || streq(root, "/");
+}
+
+static void reserve_print_results(const struct hugepages_result *res, int n) {
+        char line[256];
+
+        for (int i = 0; i < n; i++)
+                printf("%s\n", hugepages_format_result(&res[i], line, sizeof line));
+}
+
+/* The boot command line that would have reserved what the kernel refused. */
+static void reserve_print_cmdline(const struct hugepages_result *res, int n, const char *root) {
+        _cleanup_free_ char *release = NULL, *cmdline = NULL;
+        bool node_syntax;
+
+        if (hostfs_read(root, "/proc/sys/kernel/osrelease", &release) < 0)
+                release = NULL;
+        if (release)
+                release[strcspn(release, "\n")] = '\0';
+        node_syntax = hugepages_kernel_has_node_syntax(release);
+        cmdline = hugepages_boot_cmdline(res, n, node_syntax);
+        if (!cmdline)
+                return;
+        printf("to reserve these pages at boot, add to the kernel command line: %s\n", cmdline);
+        if (!node_syntax)
+                printf("(kernel %s takes no per-node counts before %d.%d: the boot-time total "
+                       "is spread evenly over the nodes)\n", release ? release : "of unknown version",
+                       HUGEPAGES_NODE_SYNTAX_MAJOR, HUGEPAGES_NODE_SYNTAX_MINOR);
+}
+
+static bool reserve_size_wanted(const struct hugepages_result *res, int n, int size) {
+        for (int i = 0; i < n; i++)
+                if (res[i].size == size && res[i].error == 0 && res[i].target > 0)
+                        return true;
+        return false;
+}
+
+static int reserve_mount(const char *dir, int size) {
+        _cleanup_free_ char *opts = xasprintf("pagesize=%s", hugepages_size_name(size));
+
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        if (mount("hugetlbfs", dir, "hugetlbfs", MS_NOSUID | MS_NODEV, opts) < 0)
+                return -errno;
+        return 0;
+}
+
+/* Mounts (on the host) or reports a missing hugetlbfs mount of one size.
+ * Returns 0, or negative errno when the mount failed. */
+static int reserve_fix_mount(int size, char *paths[TOPO_PAGE_SIZES], const char *root) {
+        const char *name = hugepages_size_name(size);
+        const char *dir = hugepages_mount_point(size, paths);
+        int r;
+
+        if (!reserve_is_host(root)) {
+                printf("missing hugetlbfs mount for %s pages; to add it: mkdir -p %s && "
+                       "mount -t hugetlbfs -o pagesize=%s hugetlbfs %s\n", name, dir, name, dir);
+                paths[size] = xstrdup(dir);
+                return 0;
+        }
+        r = reserve_mount(dir, size);
+        if (r < 0) {
+                fprintf(stderr, "kvmtuned: cannot mount hugetlbfs pagesize=%s on %s: %s\n",
+                        name, dir, strerror(-r));
+                return r;
+        }
+        printf("mounted hugetlbfs pagesize=%s on %s\n", name, dir);
+        paths[size] = xstrdup(dir);
+        return 0;
+}
+
+static void reserve_print_libvirt(char *paths[TOPO_PAGE_SIZES]) {
+        printf("libvirt: virtqemud (or libvirtd) finds hugetlbfs mounts when it starts, restart it "
+               "if it runs; if qemu.conf sets hugetlbfs_mount, it needs: hugetlbfs_mount = [");
+        for (int size = 0, first = 1; size < TOPO_PAGE_SIZES; size++)
+                if (paths[size]) {
+                        printf("%s\"%s\"", first ? "" : ", ", paths[size]);
+                        first = 0;
+                }
+        printf("]\n");
+}
+
+static void reserve_free_paths(char *paths[TOPO_PAGE_SIZES]) {
+        for (int size = 0; size < TOPO_PAGE_SIZES; size++)
+                free(paths[size]);
+}
+
+/* Returns the number of mounts that are missing and could not be made. */
+static int reserve_check_mounts(const struct hugepages_result *res, int n, const char *root) {
+        _cleanup_free_ char *mounts = NULL;
+        char *paths[TOPO_PAGE_SIZES] = { NULL };
+        uint64_t default_kib;
+        int failed = 0, missing = 0;
+
+        if (hostfs_read(root, "/proc/mounts", &mounts) < 0)
+                mounts = NULL;
+        if (hostfs_read_meminfo(root, "/proc/meminfo", "Hugepagesize", &default_kib) < 0)
+                default_kib = 2048;
+        hugepages_find_mounts(mounts, default_kib, paths);
+        for (int size = 0; size < TOPO_PAGE_SIZES; size++) {
+                if (!reserve_size_wanted(res, n, size) || paths[size])
+                        continue;
+                missing++;
+                failed += reserve_fix_mount(size, paths, root) < 0;
+        }
+        if (missing > failed)
+                reserve_print_libvirt(paths);
+        reserve_free_paths(paths);
+        return failed;
+}
+
+int hugepages_reserve_run(const struct conf *c, const struct topo *t,
+                          const struct hugepages_host *host) {
+        struct hugepages_plan plan = { 0 };
+        _cleanup_free_ struct hugepages_result *res = NULL;
+        char err[256] = "";
+        int bad;
+
+        if (hugepages_plan(c, t, &plan, err, sizeof err) < 0) {
+                fprintf(stderr, "kvmtuned: %s\n", err[0] ? err : "cannot plan hugepages");
+                return 1;
+        }
+        if (plan.ntarget == 0) {
+                printf("no pools configured in [hugepages], nothing to reserve\n");
+                hugepages_plan_done(&plan);
+                return 0;
+        }
+        res = xcalloc((size_t)plan.ntarget, sizeof *res);
+        bad = hugepages_apply_plan(host, &plan, res);
+        reserve_print_results(res, plan.ntarget);
+        reserve_print_cmdline(res, plan.ntarget, host->root);
+        bad += reserve_check_mounts(res, plan.ntarget, host->root);
+        hugepages_plan_done(&plan);
+        fflush(stdout);
+        return bad > 0 ? 1 : 0;
+}
+
+int hugepages_reserve_main(const struct conf *c, const struct topo *t, const char *sysfs_root) {
+        struct hugepages_host host = { .ops = &hugepages_ops_hostfs, .root = sysfs_root };
+
+        return hugepages_reserve_run(c, t, &host);
+}

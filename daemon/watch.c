@@ -1,0 +1,251 @@
+/* The libvirt connection: open with keepalive and a close callback, domain
+ * lifecycle and metadata events, reconnect with backoff when libvirtd goes
+ * away (the control socket keeps serving meanwhile), and a full resync of the
+ * running domains after every (re)connect. */
+#include "config.h"
+
+#include <errno.h>
+#include <time.h>
+#include <libvirt/virterror.h>
+#include <systemd/sd-daemon.h>
+
+#include "daemon.h"
+#include "kvmtune/domxml.h"
+#include "kvmtune/log.h"
+#include "kvmtune/util.h"
+
+#define RECONNECT_MIN_USEC (1ULL * 1000000ULL)
+#define RECONNECT_MAX_USEC (30ULL * 1000000ULL)
+
+static void watch_schedule_reconnect(struct daemon *d);
+
+static const char *watch_libvirt_error(void) {
+        virErrorPtr e = virGetLastError();
+
+        return e && e->message ? e->message : "unknown libvirt error";
+}
+
+/* libvirt prints every error to stderr by default; we log what matters ourselves. */
+static void watch_on_libvirt_error(void *userdata, virErrorPtr e) {
+        if (e && e->message)
+                log_debug("libvirt: %s", e->message);
+}
+
+static void watch_domain_uuid(virDomainPtr dom, char uuid[VIR_UUID_STRING_BUFLEN]) {
+        if (virDomainGetUUIDString(dom, uuid) < 0)
+                uuid[0] = '\0';
+}
+
+static void watch_on_started(struct daemon *d, virDomainPtr dom) {
+        domains_update(d, dom, false);
+        domains_notify_status(d);
+}
+
+static void watch_on_gone(struct daemon *d, virDomainPtr dom, bool forget) {
+        char uuid[VIR_UUID_STRING_BUFLEN];
+
+        watch_domain_uuid(dom, uuid);
+        domains_release(d, uuid, forget);
+        domains_notify_status(d);
+}
+
+static int watch_on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail,
+                              void *opaque) {
+        struct daemon *d = opaque;
+
+        log_debug("libvirt event %d/%d for %s", event, detail, virDomainGetName(dom));
+        switch (event) {
+        case VIR_DOMAIN_EVENT_STARTED:           /* booted, restored, migrated in */
+        case VIR_DOMAIN_EVENT_RESUMED:           /* also the end of an incoming migration */
+                watch_on_started(d, dom);
+                break;
+        case VIR_DOMAIN_EVENT_STOPPED:           /* shutdown, destroyed, crashed, migrated out */
+                watch_on_gone(d, dom, false);
+                break;
+        case VIR_DOMAIN_EVENT_CRASHED:
+                if (virDomainIsActive(dom) != 1)
+                        watch_on_gone(d, dom, false);
+                break;
+        case VIR_DOMAIN_EVENT_UNDEFINED:
+                watch_on_gone(d, dom, true);
+                break;
+        default:
+                break;
+        }
+        return 0;
+}
+
+/* Our own placement record changes the metadata too: only the policy matters. */
+static void watch_on_metadata(virConnectPtr conn, virDomainPtr dom, int type,
+                              const char *nsuri, void *opaque) {
+        struct daemon *d = opaque;
+
+        if (type != VIR_DOMAIN_METADATA_ELEMENT || !nsuri || !streq(nsuri, DOMXML_POLICY_NS))
+                return;
+        if (virDomainIsActive(dom) != 1)
+                return;
+        log_dom(LOG_INFO, virDomainGetName(dom), NULL, "policy metadata changed, re-placing");
+        domains_rebalance(d, virDomainGetName(dom));
+        domains_notify_status(d);
+}
+
+static void watch_on_close(virConnectPtr conn, int reason, void *opaque) {
+        struct daemon *d = opaque;
+
+        log_warning("Lost the connection to libvirt (%s, reason %d), reconnecting",
+                    d->uri, reason);
+        d->connected = false;
+        watch_schedule_reconnect(d);
+}
+
+static void watch_unregister(struct daemon *d) {
+        if (d->cb_lifecycle >= 0)
+                virConnectDomainEventDeregisterAny(d->conn, d->cb_lifecycle);
+        if (d->cb_metadata >= 0)
+                virConnectDomainEventDeregisterAny(d->conn, d->cb_metadata);
+        d->cb_lifecycle = d->cb_metadata = -1;
+        virConnectUnregisterCloseCallback(d->conn, watch_on_close);
+}
+
+static void watch_disconnect(struct daemon *d) {
+        if (!d->conn)
+                return;
+        watch_unregister(d);
+        virConnectClose(d->conn);
+        d->conn = NULL;
+        d->connected = false;
+}
+
+static int watch_register(struct daemon *d) {
+        d->cb_lifecycle = virConnectDomainEventRegisterAny(
+                d->conn, NULL, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
+                VIR_DOMAIN_EVENT_CALLBACK(watch_on_lifecycle), d, NULL);
+        d->cb_metadata = virConnectDomainEventRegisterAny(
+                d->conn, NULL, VIR_DOMAIN_EVENT_ID_METADATA_CHANGE,
+                VIR_DOMAIN_EVENT_CALLBACK(watch_on_metadata), d, NULL);
+        if (d->cb_lifecycle < 0 || d->cb_metadata < 0)
+                return -EIO;
+        if (virConnectRegisterCloseCallback(d->conn, watch_on_close, d, NULL) < 0)
+                return -EIO;
+        return 0;
+}
+
+static int watch_connect(struct daemon *d) {
+        d->cb_lifecycle = d->cb_metadata = -1;
+        d->conn = virConnectOpen(d->uri);
+        if (!d->conn)
+                return log_warning("Cannot connect to libvirt at %s: %s", d->uri,
+                                   watch_libvirt_error()), -ECONNREFUSED;
+        if (virConnectSetKeepAlive(d->conn, 5, 3) < 0)
+                log_warning("Cannot enable libvirt keepalive: %s", watch_libvirt_error());
+        if (watch_register(d) < 0) {
+                log_error("Cannot register for libvirt events: %s", watch_libvirt_error());
+                watch_disconnect(d);
+                return -EIO;
+        }
+        d->connected = true;
+        d->reconnect_delay_usec = 0;
+        log_info("Connected to libvirt at %s", d->uri);
+        return 0;
+}
+
+static int watch_on_reconnect(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct daemon *d = userdata;
+
+        watch_disconnect(d);
+        if (watch_connect(d) < 0) {
+                watch_schedule_reconnect(d);
+                return 0;
+        }
+        watch_resync(d);
+        return 0;
+}
+
+static uint64_t watch_next_delay(struct daemon *d) {
+        uint64_t delay = d->reconnect_delay_usec;
+
+        d->reconnect_delay_usec = delay ? delay * 2 : RECONNECT_MIN_USEC;
+        if (d->reconnect_delay_usec > RECONNECT_MAX_USEC)
+                d->reconnect_delay_usec = RECONNECT_MAX_USEC;
+        return delay;
+}
+
+/* The first retry is immediate (the close callback runs inside libvirt, so the
+ * reconnect itself always happens from our own timer), then 1 s doubling to 30 s. */
+static void watch_schedule_reconnect(struct daemon *d) {
+        uint64_t now = 0, delay = watch_next_delay(d);
+
+        sd_event_now(d->event, CLOCK_MONOTONIC, &now);
+        if (delay)
+                log_info("Retrying the libvirt connection in %llus",
+                         (unsigned long long)(delay / 1000000ULL));
+        if (!d->reconnect) {
+                if (sd_event_add_time(d->event, &d->reconnect, CLOCK_MONOTONIC, now + delay,
+                                      100000, watch_on_reconnect, d) < 0)
+                        log_error("Cannot schedule the libvirt reconnect");
+                return;
+        }
+        sd_event_source_set_time(d->reconnect, now + delay);
+        sd_event_source_set_enabled(d->reconnect, SD_EVENT_ONESHOT);
+}
+
+static void watch_mark_unseen(struct daemon *d) {
+        for (int i = 0; i < d->ndomain; i++)
+                d->domains[i]->seen = false;
+}
+
+/* Domains that stopped while we were not listening. */
+static void watch_drop_unseen(struct daemon *d) {
+        for (int i = d->ndomain - 1; i >= 0; i--)
+                if (!d->domains[i]->seen) {
+                        char uuid[37];
+
+                        memcpy(uuid, d->domains[i]->uuid, sizeof uuid);
+                        domains_release(d, uuid, true);
+                }
+}
+
+/* Two passes: domains with a placement record or hand pins first, so the
+ * PUs they already hold are taken before anything new is placed. */
+int watch_resync(struct daemon *d) {
+        virDomainPtr *doms = NULL;
+        int n;
+
+        n = virConnectListAllDomains(d->conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
+        if (n < 0)
+                return log_error("Cannot list libvirt domains: %s", watch_libvirt_error()), -EIO;
+        watch_mark_unseen(d);
+        for (int pass = 0; pass < 2; pass++)
+                for (int i = 0; i < n; i++)
+                        if (domains_resync_pass(d, doms[i], pass) < 0 && pass == 1)
+                                log_dom(LOG_WARNING, virDomainGetName(doms[i]), NULL,
+                                        "not tuned, continuing with the others");
+        for (int i = 0; i < n; i++)
+                virDomainFree(doms[i]);
+        free(doms);
+        watch_drop_unseen(d);
+        domains_follow_pool(d);
+        domains_notify_status(d);
+        log_info("Resynchronised %d running domain%s", n, n == 1 ? "" : "s");
+        return n;
+}
+
+int watch_start(struct daemon *d) {
+        virSetErrorFunc(NULL, watch_on_libvirt_error);
+        if (watch_connect(d) < 0) {
+                watch_schedule_reconnect(d);
+                return 0;
+        }
+        return watch_resync(d);
+}
+
+void watch_stop(struct daemon *d) {
+        d->reconnect = sd_event_source_disable_unref(d->reconnect);
+        watch_disconnect(d);
+}
+
+virDomainPtr watch_lookup(struct daemon *d, const char *uuid) {
+        if (!d->conn || !d->connected)
+                return NULL;
+        return virDomainLookupByUUIDString(d->conn, uuid);
+}

@@ -1,0 +1,56 @@
+#!/bin/bash
+# The whole test suite: unit tests (a normal build and an ASan+UBSan build) and the
+# integration tests against a real libvirtd + QEMU (needs root; skipped otherwise).
+# Prints "N passed, N failed" last. Extra configure flags come from $CONFIGURE_FLAGS.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+builddir=${BUILDDIR_BASE:-$top/build}
+jobs=$(nproc 2>/dev/null || echo 2)
+passed=0 failed=0 skipped=0
+
+count() {       # sums automake's test-suite summary of one build dir
+        local log=$1/test-suite.log p f e s
+        [ -f "$log" ] || { failed=$((failed + 1)); echo "no $log"; return; }
+        p=$(sed -n 's/^# PASS: *//p' "$log" | head -1)
+        f=$(sed -n 's/^# FAIL: *//p' "$log" | head -1)
+        e=$(sed -n 's/^# ERROR: *//p' "$log" | head -1)
+        s=$(sed -n 's/^# SKIP: *//p' "$log" | head -1)
+        passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0} + ${e:-0})); skipped=$((skipped + ${s:-0}))
+}
+
+build() {       # build DIR [configure flags...]
+        local dir=$1; shift
+        mkdir -p "$dir" && cd "$dir" || return 1
+        [ -f Makefile ] || "$top/configure" -q ${CONFIGURE_FLAGS:-} "$@" || return 1
+        make -s -j"$jobs" || return 1
+}
+
+[ -x "$top/configure" ] || (cd "$top" && ./autogen.sh) || exit 1
+
+echo "== unit tests"
+if build "$builddir/default"; then
+        make -s -j"$jobs" check >/dev/null 2>&1; count "$builddir/default"
+        grep -E '^(FAIL|ERROR):' "$builddir/default/test-suite.log" || true
+else
+        failed=$((failed + 1)); echo "build failed"
+fi
+
+echo "== unit tests under ASan + UBSan"
+if build "$builddir/asan" --enable-asan --enable-ubsan; then
+        ASAN_OPTIONS=detect_leaks=1 make -s -j"$jobs" check >/dev/null 2>&1; count "$builddir/asan"
+        grep -E '^(FAIL|ERROR):' "$builddir/asan/test-suite.log" || true
+else
+        failed=$((failed + 1)); echo "asan build failed"
+fi
+
+echo "== integration tests (real libvirtd + QEMU)"
+if [ "$(id -u)" = 0 ]; then
+        cd "$builddir/default" && rm -f test-suite.log && make -s check-integration >/dev/null 2>&1
+        count "$builddir/default"
+        grep -E '^(FAIL|ERROR):' "$builddir/default/test-suite.log" || true
+else
+        echo "skipped: integration tests need root"
+fi
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]

@@ -1,0 +1,441 @@
+/* Control socket server: a ctl_server with a fake method table runs in a forked
+ * child on a temporary socket; the parent talks to it with real clients. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "../../daemon/ctl.h"
+#include "kvmtune/proto.h"
+#include "kvmtune/util.h"
+#include "tap.h"
+
+#define BIG_REPLY (4U * 1024U * 1024U)
+
+static char tmpdir[] = "/tmp/test-ctl-XXXXXX";
+static struct ctl_server *child_server;
+
+/* --- the fake daemon -------------------------------------------------------- */
+
+static int m_echo(void *u, struct json_object *params, struct json_object **ret, char **err) {
+        *ret = json_object_new_object();
+        json_object_object_add(*ret, "params", json_object_get(params));
+        return 0;
+}
+
+static int m_fail(void *u, struct json_object *params, struct json_object **ret, char **err) {
+        *err = xstrdup("no such thing");
+        return -ENOENT;
+}
+
+static int m_big(void *u, struct json_object *params, struct json_object **ret, char **err) {
+        _cleanup_free_ char *s = xmalloc(BIG_REPLY + 1);
+
+        memset(s, 'x', BIG_REPLY);
+        s[BIG_REPLY] = '\0';
+        *ret = json_object_new_object();
+        json_object_object_add(*ret, "data", json_object_new_string(s));
+        return 0;
+}
+
+static int m_priv(void *u, struct json_object *params, struct json_object **ret, char **err) {
+        *ret = json_object_new_object();
+        json_object_object_add(*ret, "done", json_object_new_boolean(1));
+        return 0;
+}
+
+static int m_count(void *u, struct json_object *params, struct json_object **ret, char **err) {
+        *ret = json_object_new_object();
+        json_object_object_add(*ret, "connections",
+                               json_object_new_int((int) ctl_server_connections(child_server)));
+        return 0;
+}
+
+static const struct ctl_method methods[] = {
+        { "test.Echo", false, m_echo },
+        { "test.Fail", false, m_fail },
+        { "test.Big", false, m_big },
+        { "test.Priv", true, m_priv },
+        { "test.Count", false, m_count },
+};
+
+struct server_opts {
+        const char *path;
+        int listen_fd;
+        uid_t priv_uid;
+        unsigned max_conns;
+        uint64_t idle_usec;
+};
+
+static int on_term(sd_event_source *s, const struct signalfd_siginfo *si, void *u) {
+        return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+static void child_run(const struct server_opts *o, int ready_fd) {
+        sd_event *e = NULL;
+        sigset_t ss;
+        int r;
+
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGTERM);
+        sigprocmask(SIG_BLOCK, &ss, NULL);
+        r = sd_event_new(&e);
+        if (r >= 0)
+                r = sd_event_add_signal(e, NULL, SIGTERM, on_term, NULL);
+        if (r >= 0)
+                r = ctl_server_new(e, o->path, o->listen_fd, methods, ELEMENTSOF(methods), NULL,
+                                   &child_server);
+        if (write(ready_fd, &r, sizeof(r)) != sizeof(r) || r < 0)
+                _exit(1);
+        ctl_server_set_privileged_uid(child_server, o->priv_uid);
+        ctl_server_set_max_connections(child_server, o->max_conns);
+        ctl_server_set_idle_timeout(child_server, o->idle_usec);
+        r = sd_event_loop(e);
+        ctl_server_free(child_server);
+        sd_event_unref(e);
+        _exit(r < 0 ? 1 : 0);
+}
+
+/* Fork a server; returns its pid, or -1 when it failed to start. */
+static pid_t server_start(const struct server_opts *o) {
+        int p[2], r = -EIO;
+        pid_t pid;
+
+        if (pipe(p) < 0)
+                return -1;
+        pid = fork();
+        if (pid == 0) {
+                close(p[0]);
+                child_run(o, p[1]);
+        }
+        close(p[1]);
+        if (read(p[0], &r, sizeof(r)) != sizeof(r) || r < 0) {
+                printf("# server failed to start: %s\n", strerror(-r));
+                waitpid(pid, NULL, 0);
+                pid = -1;
+        }
+        close(p[0]);
+        return pid;
+}
+
+static int server_stop(pid_t pid) {
+        int st;
+
+        kill(pid, SIGTERM);
+        if (waitpid(pid, &st, 0) < 0)
+                return -1;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* --- client helpers ------------------------------------------------------- */
+
+static char *sock_path(const char *name) {
+        return xasprintf("%s/%s", tmpdir, name);
+}
+
+/* One call on a fresh connection; returns the error code or "ok". */
+static char *call_code(const char *path, const char *method, uid_t *unused) {
+        struct proto_reply rep = { 0 };
+        int fd = proto_connect(path), r;
+        char *code;
+
+        if (fd < 0)
+                return xasprintf("connect: %s", strerror(-fd));
+        r = proto_call(fd, method, NULL, 5000, &rep);
+        close(fd);
+        if (r < 0)
+                return xasprintf("call: %s", strerror(-r));
+        code = xstrdup(rep.error_code ? rep.error_code : "ok");
+        proto_reply_done(&rep);
+        return code;
+}
+
+/* Read until EOF or timeout; returns bytes read, -1 on timeout/error. */
+static ssize_t read_to_eof(int fd, int timeout_ms, char **ret) {
+        struct proto_buf b = { 0 };
+        char chunk[65536];
+
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                ssize_t k;
+
+                if (poll(&p, 1, timeout_ms) <= 0)
+                        break;
+                k = read(fd, chunk, sizeof(chunk));
+                if (k <= 0) {
+                        proto_buf_append(&b, "", 1);
+                        *ret = b.data;
+                        return (ssize_t) b.len - 1;
+                }
+                proto_buf_append(&b, chunk, (size_t) k);
+        }
+        proto_buf_done(&b);
+        return -1;
+}
+
+static void cleanup_tmpdir(void) {
+        _cleanup_free_ char *cmd = xasprintf("rm -rf '%s'", tmpdir);
+
+        if (system(cmd) != 0)
+                printf("# could not remove %s\n", tmpdir);
+}
+
+static int64_t now_ms(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* --- tests ------------------------------------------------------------------ */
+
+static void test_basic(const char *path) {
+        struct json_object *params = json_object_new_object();
+        struct proto_reply rep = { 0 };
+        int fd = proto_connect(path);
+
+        ok(fd >= 0, "client connects");
+        json_object_object_add(params, "name", json_object_new_string("db1"));
+        is_int(proto_call(fd, "test.Echo", params, 5000, &rep), 0, "Echo call succeeds");
+        is_str(json_object_get_string(json_object_object_get(
+                json_object_object_get(rep.result, "params"), "name")), "db1", "params echoed back");
+        proto_reply_done(&rep);
+        is_int(proto_call(fd, "kvmtune.v1.Nope", NULL, 5000, &rep), 0, "unknown method answered");
+        is_str(rep.error_code, "unknown-method", "unknown method error code");
+        proto_reply_done(&rep);
+        is_int(proto_call(fd, "test.Fail", NULL, 5000, &rep), 0, "failing method answered");
+        is_str(rep.error_code, "not-found", "-ENOENT becomes not-found");
+        is_str(rep.error_message, "no such thing", "method's message passed on");
+        proto_reply_done(&rep);
+        json_object_put(params);
+        close(fd);
+}
+
+static void test_pipelined(const char *path) {
+        const char *two = "{\"method\":\"test.Echo\",\"junk\":1}\n{\"method\":\"test.Fail\"}\n";
+        _cleanup_free_ char *all = NULL;
+        int fd = proto_connect(path);
+
+        ok(write(fd, two, strlen(two)) == (ssize_t) strlen(two), "two pipelined requests sent");
+        shutdown(fd, SHUT_WR);
+        ok(read_to_eof(fd, 5000, &all) > 0, "replies read until the server closes");
+        ok(all && strstr(all, "{\"result\":{\"params\":{}}}\n{\"error\":{\"code\":\"not-found\""),
+           "both replies, in order, after a half-close");
+        close(fd);
+}
+
+static void test_garbage_reply(const char *path) {
+        struct proto_reply rep = { 0 };
+        _cleanup_free_ char *line = NULL;
+        struct proto_buf b = { 0 };
+        int fd = proto_connect(path);
+        const char *l;
+        size_t len;
+        char chunk[4096];
+        ssize_t k;
+
+        ok(write(fd, "not json\n", 9) == 9, "malformed request sent");
+        k = read(fd, chunk, sizeof(chunk));
+        if (k > 0)
+                proto_buf_append(&b, chunk, (size_t) k);
+        ok(proto_buf_line(&b, PROTO_MAX_REPLY, &l, &len) == 1 &&
+           proto_reply_parse(l, len, &rep) == 0, "server replies to a malformed request");
+        is_str(rep.error_code, "invalid-request", "malformed request: invalid-request");
+        proto_reply_done(&rep);
+        proto_buf_done(&b);
+        is_int(proto_call(fd, "test.Echo", NULL, 5000, &rep), 0, "connection still usable after it");
+        ok(rep.result != NULL, "and the next request gets a result");
+        proto_reply_done(&rep);
+        close(fd);
+}
+
+static void test_oversized(const char *path) {
+        size_t n = PROTO_MAX_REQUEST + 4096;
+        _cleanup_free_ char *big = xmalloc(n), *all = NULL;
+        int fd = proto_connect(path);
+        ssize_t k;
+
+        memset(big, ' ', n);
+        memcpy(big, "{\"method\":\"test.Echo\",\"pad\":\"", 29);
+        k = send(fd, big, n, MSG_NOSIGNAL);
+        ok(k > 0, "oversized request sent (%zd bytes)", k);
+        ok(read_to_eof(fd, 5000, &all) > 0, "server answers and closes");
+        ok(all && strstr(all, "\"too-large\""), "oversized request: too-large");
+        close(fd);
+}
+
+static void test_slow_client(const char *path) {
+        _cleanup_free_ char *req = proto_request_format("test.Big", NULL), *all = NULL;
+        struct proto_reply rep = { 0 };
+        int slow = proto_connect(path), fast, r;
+        int64_t t0;
+        size_t len;
+
+        ok(write(slow, req, strlen(req)) == (ssize_t) strlen(req), "slow client asks for 4 MiB");
+        usleep(200000);         /* let the server fill the socket and block on it */
+        fast = proto_connect(path);
+        t0 = now_ms();
+        r = proto_call(fast, "test.Echo", NULL, 2000, &rep);
+        is_int(r, 0, "another client is served while the slow one does not read");
+        ok(now_ms() - t0 < 1000, "promptly (%lld ms)", (long long) (now_ms() - t0));
+        proto_reply_done(&rep);
+        close(fast);
+        shutdown(slow, SHUT_WR);
+        len = (size_t) read_to_eof(slow, 5000, &all);
+        ok(all && proto_reply_parse(all, len, &rep) == 0 &&
+           strlen(json_object_get_string(json_object_object_get(rep.result, "data"))) == BIG_REPLY,
+           "the slow client still gets its whole reply");
+        proto_reply_done(&rep);
+        close(slow);
+}
+
+static void test_too_many(const char *path) {
+        int fds[4], extra;
+        _cleanup_free_ char *all = NULL, *code = NULL;
+
+        for (unsigned i = 0; i < ELEMENTSOF(fds); i++)
+                fds[i] = proto_connect(path);
+        usleep(100000);
+        extra = proto_connect(path);
+        ok(extra >= 0, "fifth client connects at the socket level");
+        ok(read_to_eof(extra, 5000, &all) > 0 && strstr(all, "\"too-many-clients\""),
+           "fifth client told too-many-clients and closed");
+        close(extra);
+        close(fds[0]);
+        usleep(100000);
+        code = call_code(path, "test.Count", NULL);
+        is_str(code, "ok", "a new client is accepted once one left");
+        for (unsigned i = 1; i < ELEMENTSOF(fds); i++)
+                close(fds[i]);
+}
+
+static void test_idle(void) {
+        _cleanup_free_ char *path = sock_path("idle.sock"), *all = NULL;
+        struct server_opts o = { path, -1, 0, 32, 300000 };
+        pid_t pid = server_start(&o);
+        int fd = proto_connect(path);
+        int64_t t0 = now_ms();
+
+        ok(read_to_eof(fd, 5000, &all) == 0, "idle connection closed by the server");
+        ok(now_ms() - t0 >= 250, "after the idle timeout (%lld ms)", (long long) (now_ms() - t0));
+        close(fd);
+        server_stop(pid);
+}
+
+static void test_permissions(void) {
+        _cleanup_free_ char *path = sock_path("priv.sock"), *denied = NULL, *allowed = NULL;
+        struct server_opts o = { path, -1, getuid() + 1, 32, 10000000 };
+        pid_t pid;
+
+        pid = server_start(&o);
+        denied = call_code(path, "test.Priv", NULL);
+        is_str(denied, "permission-denied", "privileged method refused to another uid");
+        free(allowed);
+        allowed = call_code(path, "test.Echo", NULL);
+        is_str(allowed, "ok", "read-only method allowed to that uid");
+        server_stop(pid);
+
+        o.priv_uid = getuid();
+        pid = server_start(&o);
+        free(allowed);
+        allowed = call_code(path, "test.Priv", NULL);
+        is_str(allowed, "ok", "privileged method allowed to the privileged uid");
+        server_stop(pid);
+}
+
+static void test_socket_file(void) {
+        _cleanup_free_ char *dir = sock_path("run/kvmtuned"), *path = NULL, *code = NULL;
+        struct server_opts o = { NULL, -1, 0, 32, 10000000 };
+        struct ctl_server *s = NULL;
+        sd_event *e = NULL;
+        struct stat st;
+        pid_t pid;
+        int fd;
+
+        path = xasprintf("%s/kvmtuned.sock", dir);
+        o.path = path;
+        pid = server_start(&o);
+        ok(pid > 0, "server creates missing parent directories");
+        ok(stat(path, &st) == 0 && S_ISSOCK(st.st_mode) && (st.st_mode & 0777) == 0666,
+           "socket file has mode 0666");
+        sd_event_default(&e);
+        is_int(ctl_server_new(e, path, -1, methods, 1, NULL, &s), -EADDRINUSE,
+               "a second server refuses to steal a live socket");
+        is_int(server_stop(pid), 0, "server exits cleanly on SIGTERM");
+        ok(access(path, F_OK) < 0, "socket file removed at exit");
+
+        /* A stale socket: bound, never listened on, left behind. */
+        {
+                struct sockaddr_un sa = { .sun_family = AF_UNIX };
+                fd = socket(AF_UNIX, SOCK_STREAM, 0);
+                strcpy(sa.sun_path, path);
+                ok(bind(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0, "stale socket file created");
+                close(fd);
+        }
+        pid = server_start(&o);
+        code = call_code(path, "test.Echo", NULL);
+        is_str(code, "ok", "stale socket file replaced");
+        server_stop(pid);
+
+        fd = open(path, O_CREAT | O_WRONLY, 0644);
+        close(fd);
+        is_int(ctl_server_new(e, path, -1, methods, 1, NULL, &s), -EEXIST,
+               "a regular file at the socket path is not removed");
+        unlink(path);
+        sd_event_unref(e);
+}
+
+static void test_activation(void) {
+        _cleanup_free_ char *path = sock_path("activated.sock"), *code = NULL;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct server_opts o = { NULL, -1, 0, 32, 10000000 };
+        pid_t pid;
+
+        o.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        strcpy(sa.sun_path, path);
+        ok(bind(o.listen_fd, (struct sockaddr *) &sa, sizeof(sa)) == 0 &&
+           listen(o.listen_fd, 8) == 0, "activation socket prepared");
+        pid = server_start(&o);
+        close(o.listen_fd);
+        code = call_code(path, "test.Echo", NULL);
+        is_str(code, "ok", "server answers on a passed listening fd");
+        server_stop(pid);
+        ok(access(path, F_OK) == 0, "a passed socket's file is left to its owner");
+        unlink(path);
+}
+
+static void test_served(void) {
+        _cleanup_free_ char *path = sock_path("kvmtuned.sock");
+        struct server_opts o = { path, -1, 0, 4, 10000000 };
+        pid_t pid = server_start(&o);
+
+        if (!ok(pid > 0, "server started on %s", path))
+                return;
+        test_basic(path);
+        test_garbage_reply(path);
+        test_pipelined(path);
+        test_oversized(path);
+        test_slow_client(path);
+        test_too_many(path);
+        is_int(server_stop(pid), 0, "server stops cleanly");
+}
+
+int main(void) {
+        signal(SIGPIPE, SIG_IGN);
+        if (!mkdtemp(tmpdir))
+                tap_skip_all("cannot create a temporary directory");
+        test_served();
+        test_permissions();
+        test_socket_file();
+        test_activation();
+        test_idle();
+        cleanup_tmpdir();
+        return tap_done();
+}
