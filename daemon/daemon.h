@@ -143,8 +143,20 @@ int record_parse(const struct topo *t, const char *xml, bool *ret_dedicated,
                  struct plan *ret_plan, struct pinset *ret_pins);
 int record_store(struct daemon *d, virDomainPtr dom, const struct domain *dm);
 
+/* Drops every domain's hold on the allocations (before they are rebuilt). */
+void domains_drop_holds(struct daemon *d);
+
 /* methods.c */
 struct ctl_method;
-extern const struct ctl_method daemon_methods[];
+struct json_object;
+extern const struct ctl_method *const daemon_methods;
 extern const int daemon_nmethods;
-int daemon_reload(struct daemon *d, char *err, size_t errlen);
+/* SIGHUP and kvmtune.v1.Reload: swaps in a new config only if it is valid.
+ * changed (a JSON array, may be NULL) receives the names of re-placed domains. */
+int daemon_reload(struct daemon *d, struct json_object *changed, char *err, size_t errlen);
+
+/* kvmtuned.c */
+/* The reserved CPUs a config asks for (default: the first core). */
+int daemon_reserved(const struct daemon *d, const struct conf *c, hwloc_bitmap_t *ret);
+/* Replaces the allocations with empty ones reserving 'reserved' (taken over). */
+void daemon_rebuild_alloc(struct daemon *d, hwloc_bitmap_t reserved);

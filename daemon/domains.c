@@ -114,6 +114,11 @@ static void domain_remove(struct daemon *d, struct domain *dm) {
         domain_free(dm);
 }
 
+void domains_drop_holds(struct daemon *d) {
+        for (int i = 0; i < d->ndomain; i++)
+                domain_release_hold(d, d->domains[i]);
+}
+
 void domains_free_all(struct daemon *d) {
         for (int i = 0; i < d->ndomain; i++)
                 domain_free(d->domains[i]);
@@ -244,6 +249,8 @@ static int domain_place(struct daemon *d, struct domain *dm, const struct domxml
         r = placement_place(d->topo, d->alloc, &req, &dm->plan, reason);
         if (r < 0) {
                 domain_set_state(dm, DOMAIN_UNPLACED, reason[0] ? reason : strerror(-r));
+                if (dm->policy.cpu != POLICY_CPU_DEDICATED)
+                        return dlog(dm, LOG_ERR, "cannot place it on the shared pool: %s", dm->reason), r;
                 dlog(dm, LOG_WARNING, "no room for %d dedicated vCPU%s (%s): kept on the shared pool; "
                      "free PUs or relax its policy, then run 'kvmtunectl rebalance %s'",
                      dm->vcpus, dm->vcpus == 1 ? "" : "s", dm->reason, dm->name);
@@ -251,7 +258,7 @@ static int domain_place(struct daemon *d, struct domain *dm, const struct domxml
         }
         alloc_commit(d->alloc, d->topo, &dm->plan, dm->id);
         dm->placed = true;
-        domain_set_state(dm, DOMAIN_TUNED, dm->plan.note);
+        domain_set_state(dm, dm->plan.dedicated ? DOMAIN_TUNED : DOMAIN_SHARED, dm->plan.note);
         return 0;
 }
 
@@ -316,7 +323,7 @@ static void domain_resolve(struct daemon *d, const struct domain *dm, struct pin
 /* ---- act ---------------------------------------------------------------------- */
 
 static void domain_fail(struct daemon *d, struct domain *dm, const char *reason) {
-        bool held = dm->placed;
+        bool held = dm->placed && dm->plan.dedicated;
 
         domain_release_hold(d, dm);
         domain_set_state(dm, DOMAIN_FAILED, reason);
@@ -386,10 +393,7 @@ static bool domain_decide(struct daemon *d, struct domain *dm, const struct domx
         domain_policy(d, dm, x);
         if (domain_decide_keep(d, dm, x))
                 return false;
-        if (dm->policy.cpu == POLICY_CPU_DEDICATED)
-                domain_place(d, dm, x);
-        else
-                domain_set_state(dm, DOMAIN_SHARED, NULL);
+        domain_place(d, dm, x);
         return true;
 }
 

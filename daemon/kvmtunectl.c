@@ -1,2 +1,730 @@
+/* kvmtunectl: parse arguments, send one request to kvmtuned, render the reply.
+ * Exit status (SPEC.md): 0 success, 1 the request failed, 2 usage error,
+ * 3 the daemon cannot be reached. */
 #include "config.h"
-int main(void) { return 0; }
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+
+#include "kvmtune/policy.h"
+#include "kvmtune/proto.h"
+#include "kvmtune/render.h"
+#include "kvmtune/util.h"
+#include "kvmtune/workload.h"
+
+#define EXIT_FAILED 1
+#define EXIT_USAGE 2
+#define EXIT_UNREACHABLE 3
+#define CALL_TIMEOUT_MS 60000
+
+enum { POL_CPU, POL_THREADS, POL_EMULATOR, POL_IOTHREADS, POL_NUMA, POL_HUGEPAGES, _POL_MAX };
+
+static const char *const policy_keys[_POL_MAX] = {
+        "cpu", "threads", "emulator", "iothreads", "numa", "hugepages",
+};
+
+static int (*const policy_parsers[_POL_MAX])(const char *) = {
+        policy_cpu_from_string, policy_threads_from_string, policy_emulator_from_string,
+        policy_iothreads_from_string, policy_numa_from_string, policy_page_from_string,
+};
+
+struct args {
+        const char *socket;
+        bool json;
+        /* plan, live */
+        const char *vcpus, *memory, *iothread_count;
+        const char *policy[_POL_MAX];
+        /* plan, offline */
+        const char *topology, *workload, *sysfs_root;
+        bool live_opts, offline_opts;
+        char **pos;                     /* command and its arguments */
+        int npos;
+};
+
+struct command {
+        const char *name;
+        const char *method;
+        int min_args, max_args;         /* positional arguments after the command */
+        int (*params)(const struct args *a, struct json_object **ret);
+        int (*render)(struct json_object *result, FILE *f);
+};
+
+static void json_putp(struct json_object **o) {
+        json_object_put(*o);
+}
+#define _cleanup_json_ _cleanup_(json_putp)
+
+static void table_freep(struct table **t) {
+        table_free(*t);
+}
+#define _cleanup_table_ _cleanup_(table_freep)
+
+/* --- JSON access ------------------------------------------------------------ */
+
+static struct json_object *jget(struct json_object *o, const char *key) {
+        struct json_object *v = NULL;
+
+        if (!o || !json_object_object_get_ex(o, key, &v))
+                return NULL;
+        return v;
+}
+
+static const char *jstr(struct json_object *o, const char *key) {
+        struct json_object *v = jget(o, key);
+
+        return v && !json_object_is_type(v, json_type_null) ? json_object_get_string(v) : "-";
+}
+
+static long long jint(struct json_object *o, const char *key) {
+        return (long long) json_object_get_int64(jget(o, key));
+}
+
+static size_t jlen(struct json_object *arr) {
+        return json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+}
+
+static struct json_object *jidx(struct json_object *arr, size_t i) {
+        return json_object_array_get_idx(arr, i);
+}
+
+/* --- formatting helpers ------------------------------------------------------ */
+
+static int cmp_ll(const void *a, const void *b) {
+        long long x = *(const long long *) a, y = *(const long long *) b;
+
+        return (x > y) - (x < y);
+}
+
+/* Runs of consecutive values, in the given order: "4-7,52". */
+static char *runs_format(const long long *v, size_t n) {
+        struct proto_buf b = { 0 };
+
+        for (size_t i = 0; i < n;) {
+                size_t j = i;
+                char item[64];
+
+                while (j + 1 < n && v[j + 1] == v[j] + 1)
+                        j++;
+                if (j == i)
+                        snprintf(item, sizeof(item), "%s%lld", i ? "," : "", v[i]);
+                else
+                        snprintf(item, sizeof(item), "%s%lld-%lld", i ? "," : "", v[i], v[j]);
+                proto_buf_append(&b, item, strlen(item));
+                i = j + 1;
+        }
+        proto_buf_append(&b, "", 1);
+        return b.data;
+}
+
+/* A JSON array of CPU numbers as a compact set "0-3,8" ("-" when empty). */
+static char *cpus_format(struct json_object *arr) {
+        size_t n = jlen(arr);
+        _cleanup_free_ long long *v = xcalloc(n, sizeof(long long));
+
+        if (n == 0)
+                return xstrdup("-");
+        for (size_t i = 0; i < n; i++)
+                v[i] = json_object_get_int64(jidx(arr, i));
+        qsort(v, n, sizeof(v[0]), cmp_ll);
+        return runs_format(v, n);
+}
+
+static bool vcpus_single(struct json_object *vcpus) {
+        for (size_t i = 0; i < jlen(vcpus); i++)
+                if (jlen(jget(jidx(vcpus, i), "cpus")) != 1)
+                        return false;
+        return true;
+}
+
+/* The vCPU to PU map: dedicated vCPUs as their PUs in vCPU order ("4-7,52":
+ * vCPU 0 on 4 ...), floating vCPUs as the set they float over. */
+static char *vcpus_format(struct json_object *vcpus) {
+        size_t n = jlen(vcpus);
+        _cleanup_free_ long long *v = xcalloc(n, sizeof(long long));
+
+        if (n == 0)
+                return xstrdup("-");
+        if (!vcpus_single(vcpus))
+                return cpus_format(jget(jidx(vcpus, 0), "cpus"));
+        for (size_t i = 0; i < n; i++)
+                v[i] = json_object_get_int64(jidx(jget(jidx(vcpus, i), "cpus"), 0));
+        return runs_format(v, n);
+}
+
+static char *size_format(long long kib) {
+        char buf[32];
+
+        return xstrdup(format_size_kib(kib < 0 ? 0 : (unsigned long long) kib, buf, sizeof(buf)));
+}
+
+static void kv(FILE *f, const char *key, const char *value) {
+        fprintf(f, "%-11s %s\n", key, value);
+}
+
+static void kv_free(FILE *f, const char *key, char *value) {
+        kv(f, key, value);
+        free(value);
+}
+
+/* --- renderers ------------------------------------------------------------- */
+
+static char *uptime_format(long long s) {
+        if (s >= 86400)
+                return xasprintf("%lldd %lldh %lldm", s / 86400, s % 86400 / 3600, s % 3600 / 60);
+        if (s >= 3600)
+                return xasprintf("%lldh %lldm %llds", s / 3600, s % 3600 / 60, s % 60);
+        return xasprintf("%lldm %llds", s / 60, s % 60);
+}
+
+static char *counts_format(struct json_object *domains) {
+        static const char *const states[] = { "tuned", "shared", "ignored", "unplaced", "failed" };
+        struct proto_buf b = { 0 };
+
+        for (size_t i = 0; i < ELEMENTSOF(states); i++) {
+                _cleanup_free_ char *item = xasprintf("%s%lld %s", i ? ", " : "",
+                                                      jint(domains, states[i]), states[i]);
+                proto_buf_append(&b, item, strlen(item));
+        }
+        proto_buf_append(&b, "", 1);
+        return b.data;
+}
+
+static int render_status(struct json_object *r, FILE *f) {
+        struct json_object *lv = jget(r, "libvirt"), *pools = jget(r, "pools");
+
+        kv(f, "version:", jstr(r, "version"));
+        kv_free(f, "uptime:", uptime_format(jint(r, "uptime_sec")));
+        kv_free(f, "libvirt:", xasprintf("%s (%s)", jstr(lv, "uri"),
+                json_object_get_boolean(jget(lv, "connected")) ? "connected" : "disconnected"));
+        kv_free(f, "reserved:", cpus_format(jget(pools, "reserved")));
+        kv_free(f, "shared:", cpus_format(jget(pools, "shared")));
+        kv_free(f, "dedicated:", cpus_format(jget(pools, "dedicated")));
+        kv_free(f, "domains:", counts_format(jget(r, "domains")));
+        return 0;
+}
+
+static char *nodes_format(struct json_object *d) {
+        struct json_object *numa = jget(d, "numa");
+        _cleanup_free_ char *nodes = cpus_format(jget(numa, "nodes"));
+
+        if (streq(nodes, "-"))
+                return xstrdup("-");
+        return xasprintf("%s (%s)", nodes, jstr(numa, "mode"));
+}
+
+static char *place_format(struct json_object *place) {
+        return cpus_format(jget(place, "cpus"));
+}
+
+static void list_add_domain(struct table *tb, struct json_object *d) {
+        struct json_object *pol = jget(d, "policy");
+        _cleanup_free_ char *vcpus = vcpus_format(jget(d, "vcpus"));
+        _cleanup_free_ char *emu = place_format(jget(d, "emulator"));
+        _cleanup_free_ char *nodes = nodes_format(d);
+
+        table_new_row(tb);
+        table_add_cell(tb, jstr(d, "name"));
+        table_add_cell(tb, jstr(d, "state"));
+        table_add_cellf(tb, "%s/%s", jstr(pol, "cpu"), jstr(pol, "source"));
+        table_add_cellf(tb, "%zu", jlen(jget(d, "vcpus")));
+        table_add_cell(tb, vcpus);
+        table_add_cell(tb, emu);
+        table_add_cell(tb, nodes);
+}
+
+static int render_list(struct json_object *r, FILE *f) {
+        _cleanup_table_ struct table *tb = table_new();
+        struct json_object *domains = jget(r, "domains");
+
+        table_add_row(tb, "NAME", "STATE", "POLICY", "VCPUS", "CPUS", "EMULATOR", "NUMA", NULL);
+        for (size_t i = 0; i < jlen(domains); i++)
+                list_add_domain(tb, jidx(domains, i));
+        if (jlen(domains) == 0) {
+                fprintf(f, "no domains\n");
+                return 0;
+        }
+        table_print(tb, f);
+        return 0;
+}
+
+static char *policy_format(struct json_object *pol) {
+        return xasprintf("cpu=%s threads=%s emulator=%s iothreads=%s numa=%s (from %s)",
+                         jstr(pol, "cpu"), jstr(pol, "threads"), jstr(pol, "emulator"),
+                         jstr(pol, "iothreads"), jstr(pol, "numa"), jstr(pol, "source"));
+}
+
+static char *memory_format(struct json_object *mem) {
+        _cleanup_free_ char *size = size_format(jint(mem, "kib"));
+        _cleanup_free_ char *page = size_format(jint(mem, "page_kib") ? jint(mem, "page_kib") : 4);
+
+        if (!mem)
+                return xstrdup("-");
+        return xasprintf("%s in %s pages", size, page);
+}
+
+static char *iothreads_format(struct json_object *iot) {
+        struct proto_buf b = { 0 };
+
+        for (size_t i = 0; i < jlen(iot); i++) {
+                _cleanup_free_ char *cpus = place_format(jidx(iot, i));
+                _cleanup_free_ char *item = xasprintf("%s%lld: %s", i ? ", " : "",
+                                                      jint(jidx(iot, i), "id"), cpus);
+                proto_buf_append(&b, item, strlen(item));
+        }
+        if (b.len == 0)
+                proto_buf_append(&b, "-", 1);
+        proto_buf_append(&b, "", 1);
+        return b.data;
+}
+
+static void render_vcpu_table(struct json_object *vcpus, FILE *f) {
+        _cleanup_table_ struct table *tb = table_new();
+
+        table_add_row(tb, "  VCPU", "CPUS", NULL);
+        for (size_t i = 0; i < jlen(vcpus); i++) {
+                _cleanup_free_ char *cpus = place_format(jidx(vcpus, i));
+
+                table_new_row(tb);
+                table_add_cellf(tb, "  %lld", jint(jidx(vcpus, i), "vcpu"));
+                table_add_cell(tb, cpus);
+        }
+        table_print(tb, f);
+}
+
+/* One domain or one planned placement, in full. */
+static void render_placement(struct json_object *d, FILE *f) {
+        if (jget(d, "policy"))
+                kv_free(f, "policy:", policy_format(jget(d, "policy")));
+        kv_free(f, "memory:", memory_format(jget(d, "memory")));
+        kv_free(f, "numa:", nodes_format(d));
+        kv_free(f, "vcpus:", vcpus_format(jget(d, "vcpus")));
+        kv_free(f, "emulator:", place_format(jget(d, "emulator")));
+        kv_free(f, "iothreads:", iothreads_format(jget(d, "iothreads")));
+        if (jlen(jget(d, "vcpus")) > 0)
+                render_vcpu_table(jget(d, "vcpus"), f);
+}
+
+static int render_show(struct json_object *r, FILE *f) {
+        kv(f, "name:", jstr(r, "name"));
+        kv(f, "uuid:", jstr(r, "uuid"));
+        kv(f, "state:", jstr(r, "state"));
+        if (jget(r, "reason"))
+                kv(f, "reason:", jstr(r, "reason"));
+        render_placement(r, f);
+        return 0;
+}
+
+static int render_plan(struct json_object *r, FILE *f) {
+        if (jget(r, "refused")) {
+                fprintf(f, "refused: %s\n", jstr(r, "refused"));
+                return -ENOSPC;
+        }
+        render_placement(r, f);
+        return 0;
+}
+
+/* "3:db1" for a held PU, "0*" for a reserved one, "5" for a free one. */
+static void pu_format(struct json_object *pu, struct proto_buf *b) {
+        struct json_object *owner = jget(pu, "owner");
+        _cleanup_free_ char *s = NULL;
+
+        if (owner && json_object_is_type(owner, json_type_string))
+                s = xasprintf(" %lld:%s", jint(pu, "os"), json_object_get_string(owner));
+        else
+                s = xasprintf(" %lld%s", jint(pu, "os"),
+                              json_object_get_boolean(jget(pu, "reserved")) ? "*" : "");
+        proto_buf_append(b, s, strlen(s));
+}
+
+static void topo_add_core(struct table *tb, const char *l3, int core, struct json_object *pus) {
+        struct proto_buf b = { 0 };
+
+        for (size_t i = 0; i < jlen(pus); i++)
+                pu_format(jidx(pus, i), &b);
+        proto_buf_append(&b, "", 1);
+        table_add_row(tb, "", "", l3, NULL);
+        table_add_cellf(tb, "%d", core);
+        table_add_cell(tb, b.data + 1);
+        proto_buf_done(&b);
+}
+
+/* The L3 index is printed once, on the group's first core. */
+static void topo_add_group(struct table *tb, struct json_object *g, int *core) {
+        struct json_object *cores = jget(g, "cores");
+        _cleanup_free_ char *l3 = jint(g, "l3") < 0 ? xstrdup("-") : xasprintf("%lld", jint(g, "l3"));
+
+        for (size_t i = 0; i < jlen(cores); i++)
+                topo_add_core(tb, i == 0 ? l3 : "", (*core)++, jget(jidx(cores, i), "pus"));
+}
+
+static int render_topology(struct json_object *r, FILE *f) {
+        _cleanup_table_ struct table *tb = table_new();
+        struct json_object *nodes = jget(r, "nodes");
+        int core = 0;
+
+        table_add_row(tb, "NODE", "MEMORY", "L3", "CORE", "PUS", NULL);
+        for (size_t n = 0; n < jlen(nodes); n++) {
+                struct json_object *node = jidx(nodes, n), *groups = jget(node, "groups");
+                _cleanup_free_ char *name = xasprintf("%lld", jint(node, "os"));
+                _cleanup_free_ char *mem = size_format(jint(node, "memory_kib"));
+
+                table_add_row(tb, name, mem, NULL);
+                for (size_t g = 0; g < jlen(groups); g++)
+                        topo_add_group(tb, jidx(groups, g), &core);
+        }
+        table_print(tb, f);
+        fprintf(f, "\nPU:DOMAIN held by a domain, PU* reserved for the host, PU free or shared\n");
+        return 0;
+}
+
+static int render_hugepages(struct json_object *r, FILE *f) {
+        _cleanup_table_ struct table *tb = table_new();
+        struct json_object *nodes = jget(r, "nodes");
+
+        table_add_row(tb, "NODE", "SIZE", "TOTAL", "FREE", "RESERVED", NULL);
+        for (size_t n = 0; n < jlen(nodes); n++) {
+                struct json_object *pages = jget(jidx(nodes, n), "pages");
+
+                for (size_t i = 0; i < jlen(pages); i++) {
+                        struct json_object *p = jidx(pages, i);
+                        _cleanup_free_ char *size = size_format(jint(p, "page_kib"));
+
+                        table_new_row(tb);
+                        table_add_cellf(tb, "%lld", jint(jidx(nodes, n), "node"));
+                        table_add_cell(tb, size);
+                        table_add_cellf(tb, "%lld", jint(p, "total"));
+                        table_add_cellf(tb, "%lld", jint(p, "free"));
+                        table_add_cellf(tb, "%lld", jint(p, "reserved"));
+                }
+        }
+        table_print(tb, f);
+        return 0;
+}
+
+static int render_metrics(struct json_object *r, FILE *f) {
+        fputs(jstr(r, "text"), f);
+        return 0;
+}
+
+static int render_rebalance(struct json_object *r, FILE *f) {
+        _cleanup_table_ struct table *tb = table_new();
+        struct json_object *domains = jget(r, "domains");
+
+        fprintf(f, "rebalanced %zu domain%s\n", jlen(domains), jlen(domains) == 1 ? "" : "s");
+        if (jlen(domains) == 0)
+                return 0;
+        table_add_row(tb, "NAME", "STATE", NULL);
+        for (size_t i = 0; i < jlen(domains); i++)
+                table_add_row(tb, jstr(jidx(domains, i), "name"), jstr(jidx(domains, i), "state"), NULL);
+        table_print(tb, f);
+        return 0;
+}
+
+static int render_reload(struct json_object *r, FILE *f) {
+        struct json_object *changed = jget(r, "changed");
+
+        fprintf(f, "configuration reloaded");
+        for (size_t i = 0; i < jlen(changed); i++)
+                fprintf(f, "%s%s", i ? ", " : "; policy changed for ",
+                        json_object_get_string(jidx(changed, i)));
+        fputc('\n', f);
+        return 0;
+}
+
+/* --- request parameters --------------------------------------------------- */
+
+static int params_name(const struct args *a, struct json_object **ret) {
+        *ret = json_object_new_object();
+        if (a->npos > 1)
+                json_object_object_add(*ret, "name", json_object_new_string(a->pos[1]));
+        return 0;
+}
+
+static int usage_error(const char *fmt, ...) _printf_(1, 2);
+static int usage_error(const char *fmt, ...) {
+        va_list ap;
+
+        fprintf(stderr, "kvmtunectl: ");
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "\nTry 'kvmtunectl --help'.\n");
+        return -EINVAL;
+}
+
+static int parse_count(const char *opt, const char *s, long min, long max, long *ret) {
+        char *end;
+        long v;
+
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno || end == s || *end || v < min || v > max)
+                return usage_error("%s: '%s' is not a number from %ld to %ld", opt, s, min, max);
+        *ret = v;
+        return 0;
+}
+
+static int params_plan_policy(const struct args *a, struct json_object *p) {
+        for (int i = 0; i < _POL_MAX; i++) {
+                if (!a->policy[i])
+                        continue;
+                if (policy_parsers[i](a->policy[i]) < 0)
+                        return usage_error("--%s: invalid value '%s'", policy_keys[i], a->policy[i]);
+                json_object_object_add(p, policy_keys[i], json_object_new_string(a->policy[i]));
+        }
+        return 0;
+}
+
+static int params_plan(const struct args *a, struct json_object **ret) {
+        _cleanup_json_ struct json_object *p = json_object_new_object();
+        unsigned long long kib = 0;
+        long vcpus, iothreads = 0;
+
+        if (!a->vcpus)
+                return usage_error("plan: --vcpus N is required (or --topology and --workload)");
+        if (parse_count("--vcpus", a->vcpus, 1, 4096, &vcpus) < 0)
+                return -EINVAL;
+        if (a->memory && parse_size_kib(a->memory, &kib) < 0)
+                return usage_error("--memory: invalid size '%s' (e.g. 8G, 512M)", a->memory);
+        if (a->iothread_count && parse_count("--iothread-count", a->iothread_count, 0, 1024, &iothreads) < 0)
+                return -EINVAL;
+        if (params_plan_policy(a, p) < 0)
+                return -EINVAL;
+        json_object_object_add(p, "vcpus", json_object_new_int((int) vcpus));
+        json_object_object_add(p, "memory_kib", json_object_new_int64((int64_t) kib));
+        json_object_object_add(p, "iothread_count", json_object_new_int((int) iothreads));
+        *ret = p;
+        p = NULL;
+        return 0;
+}
+
+static const struct command commands[] = {
+        { "status",    PROTO_METHOD_STATUS,    0, 0, NULL,        render_status },
+        { "list",      PROTO_METHOD_LIST,      0, 0, NULL,        render_list },
+        { "show",      PROTO_METHOD_SHOW,      1, 1, params_name, render_show },
+        { "topology",  PROTO_METHOD_TOPOLOGY,  0, 0, NULL,        render_topology },
+        { "hugepages", PROTO_METHOD_HUGEPAGES, 0, 0, NULL,        render_hugepages },
+        { "plan",      PROTO_METHOD_PLAN,      0, 0, params_plan, render_plan },
+        { "rebalance", PROTO_METHOD_REBALANCE, 0, 1, params_name, render_rebalance },
+        { "reload",    PROTO_METHOD_RELOAD,    0, 0, NULL,        render_reload },
+        { "metrics",   PROTO_METHOD_METRICS,   0, 0, NULL,        render_metrics },
+};
+
+/* --- the request ----------------------------------------------------------- */
+
+static int call_daemon(const char *path, const char *method, struct json_object *params,
+                       struct proto_reply *ret) {
+        _cleanup_close_ int fd = proto_connect(path);
+        int r;
+
+        if (fd < 0) {
+                fprintf(stderr, "kvmtunectl: cannot reach kvmtuned at %s: %s\n", path, strerror(-fd));
+                return EXIT_UNREACHABLE;
+        }
+        r = proto_call(fd, method, params, CALL_TIMEOUT_MS, ret);
+        if (r == -EBADMSG || r == -EMSGSIZE) {
+                fprintf(stderr, "kvmtunectl: malformed reply from kvmtuned at %s\n", path);
+                return EXIT_FAILED;
+        }
+        if (r < 0) {
+                fprintf(stderr, "kvmtunectl: no reply from kvmtuned at %s: %s\n", path, strerror(-r));
+                return EXIT_UNREACHABLE;
+        }
+        if (ret->error_code) {
+                fprintf(stderr, "kvmtunectl: %s\n", ret->error_message);
+                return EXIT_FAILED;
+        }
+        return 0;
+}
+
+static int print_result(const struct command *c, bool json, struct json_object *result) {
+        if (json) {
+                printf("%s\n", json_object_to_json_string_ext(
+                        result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                        JSON_C_TO_STRING_NOSLASHESCAPE));
+                return jget(result, "refused") ? EXIT_FAILED : 0;
+        }
+        return c->render(result, stdout) < 0 ? EXIT_FAILED : 0;
+}
+
+static int run_command(const struct command *c, const struct args *a) {
+        _cleanup_json_ struct json_object *params = NULL;
+        struct proto_reply rep = { 0 };
+        int r;
+
+        if (c->params && c->params(a, &params) < 0)
+                return EXIT_USAGE;
+        r = call_daemon(proto_socket_path(a->socket), c->method, params, &rep);
+        if (r == 0)
+                r = print_result(c, a->json, rep.result);
+        proto_reply_done(&rep);
+        if (fflush(stdout) != 0 && r == 0) {
+                fprintf(stderr, "kvmtunectl: cannot write the output: %s\n", strerror(errno));
+                r = EXIT_FAILED;
+        }
+        return r;
+}
+
+static int run_plan_offline(const struct args *a) {
+        if (a->live_opts)
+                return usage_error("plan: --topology/--workload cannot be combined with "
+                                   "--vcpus, --memory or policy options"), EXIT_USAGE;
+        if (!a->topology || !a->workload)
+                return usage_error("plan: offline planning needs both --topology FILE.xml "
+                                   "and --workload FILE.json"), EXIT_USAGE;
+        return workload_plan_main(a->topology, a->workload, a->sysfs_root, a->json, stdout, stderr);
+}
+
+/* --- arguments ------------------------------------------------------------- */
+
+enum {
+        OPT_SOCKET = 0x100, OPT_JSON, OPT_VCPUS, OPT_MEMORY, OPT_IOTHREAD_COUNT,
+        OPT_TOPOLOGY, OPT_WORKLOAD, OPT_SYSFS_ROOT,
+        OPT_POLICY,                     /* + POL_* */
+};
+
+static const struct option options[] = {
+        { "help",           no_argument,       NULL, 'h' },
+        { "version",        no_argument,       NULL, 'V' },
+        { "socket",         required_argument, NULL, OPT_SOCKET },
+        { "json",           no_argument,       NULL, OPT_JSON },
+        { "vcpus",          required_argument, NULL, OPT_VCPUS },
+        { "memory",         required_argument, NULL, OPT_MEMORY },
+        { "iothread-count", required_argument, NULL, OPT_IOTHREAD_COUNT },
+        { "cpu",            required_argument, NULL, OPT_POLICY + POL_CPU },
+        { "threads",        required_argument, NULL, OPT_POLICY + POL_THREADS },
+        { "emulator",       required_argument, NULL, OPT_POLICY + POL_EMULATOR },
+        { "iothreads",      required_argument, NULL, OPT_POLICY + POL_IOTHREADS },
+        { "numa",           required_argument, NULL, OPT_POLICY + POL_NUMA },
+        { "hugepages",      required_argument, NULL, OPT_POLICY + POL_HUGEPAGES },
+        { "topology",       required_argument, NULL, OPT_TOPOLOGY },
+        { "workload",       required_argument, NULL, OPT_WORKLOAD },
+        { "sysfs-root",     required_argument, NULL, OPT_SYSFS_ROOT },
+        {}
+};
+
+static void help(void) {
+        printf("Usage: kvmtunectl [--socket PATH] [--json] COMMAND [ARGS]\n"
+               "\n"
+               "Query and steer kvmtuned, the KVM tuning daemon.\n"
+               "\n"
+               "Commands:\n"
+               "  status                 daemon version, uptime, libvirt, CPU pools, domain counts\n"
+               "  list                   every domain: state, policy, vCPU to PU map, NUMA nodes\n"
+               "  show DOMAIN            one domain in full\n"
+               "  topology               NUMA nodes, L3 groups, cores, PUs and the domain holding each\n"
+               "  hugepages              hugepages per node and size: total, free, reserved\n"
+               "  plan --vcpus N [--memory SIZE] [POLICY OPTIONS]\n"
+               "                         where would such a domain go now (asks the daemon)\n"
+               "  plan --topology FILE.xml --workload FILE.json [--sysfs-root DIR]\n"
+               "                         replay a workload offline (no daemon needed)\n"
+               "  rebalance [DOMAIN]     recompute and re-apply placement (root)\n"
+               "  reload                 re-read the configuration (root)\n"
+               "  metrics                Prometheus text exposition\n"
+               "\n"
+               "Options:\n"
+               "  --socket PATH          control socket (default $KVMTUNED_SOCKET or\n"
+               "                         " PROTO_SOCKET_DEFAULT ")\n"
+               "  --json                 print the result as one JSON document\n"
+               "  -h, --help             show this help\n"
+               "  -V, --version          show the version\n"
+               "\n"
+               "Plan options:\n"
+               "  --vcpus N              number of vCPUs\n"
+               "  --memory SIZE          guest memory, e.g. 8G or 512M (default: not a constraint)\n"
+               "  --cpu dedicated|shared|none\n"
+               "  --threads prefer|isolate|require\n"
+               "  --emulator isolate|share|vcpus\n"
+               "  --iothreads dedicated|emulator|shared\n"
+               "  --iothread-count N     number of iothreads (default 0)\n"
+               "  --numa strict|preferred|none\n"
+               "  --hugepages 1G|2M|none\n"
+               "  --topology FILE.xml    hwloc XML export of the host (offline)\n"
+               "  --workload FILE.json   start/stop events to replay (offline)\n"
+               "  --sysfs-root DIR       read /sys below DIR (offline)\n"
+               "\n"
+               "Exit status: 0 success, 1 the request failed, 2 usage error,\n"
+               "3 the daemon cannot be reached.\n");
+}
+
+/* Returns 0 to go on, 1 when done (help, version), <0 on a usage error. */
+static int parse_option(int c, struct args *a) {
+        switch (c) {
+        case 'h': help(); return 1;
+        case 'V': printf("kvmtunectl %s\n", PACKAGE_VERSION); return 1;
+        case OPT_SOCKET: a->socket = optarg; return 0;
+        case OPT_JSON: a->json = true; return 0;
+        case OPT_VCPUS: a->vcpus = optarg; break;
+        case OPT_MEMORY: a->memory = optarg; break;
+        case OPT_IOTHREAD_COUNT: a->iothread_count = optarg; break;
+        case OPT_TOPOLOGY: a->topology = optarg; a->offline_opts = true; return 0;
+        case OPT_WORKLOAD: a->workload = optarg; a->offline_opts = true; return 0;
+        case OPT_SYSFS_ROOT: a->sysfs_root = optarg; a->offline_opts = true; return 0;
+        default:
+                if (c >= OPT_POLICY && c < OPT_POLICY + _POL_MAX) {
+                        a->policy[c - OPT_POLICY] = optarg;
+                        break;
+                }
+                return -EINVAL;         /* getopt printed why */
+        }
+        a->live_opts = true;
+        return 0;
+}
+
+static int parse_args(int argc, char **argv, struct args *a) {
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "hV", options, NULL)) >= 0) {
+                r = parse_option(c, a);
+                if (r < 0)
+                        fprintf(stderr, "Try 'kvmtunectl --help'.\n");
+                if (r != 0)
+                        return r;
+        }
+        a->pos = argv + optind;
+        a->npos = argc - optind;
+        return 0;
+}
+
+static const struct command *command_find(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                if (streq(commands[i].name, name))
+                        return &commands[i];
+        return NULL;
+}
+
+/* The command, or NULL after a usage error was printed. */
+static const struct command *command_check(const struct args *a) {
+        const struct command *c;
+
+        if (a->npos == 0)
+                return usage_error("no command given"), NULL;
+        c = command_find(a->pos[0]);
+        if (!c)
+                return usage_error("unknown command '%s'", a->pos[0]), NULL;
+        if (a->npos - 1 < c->min_args)
+                return usage_error("%s: missing argument", c->name), NULL;
+        if (a->npos - 1 > c->max_args)
+                return usage_error("%s: unexpected argument '%s'", c->name, a->pos[c->max_args + 1]), NULL;
+        if (!streq(c->name, "plan") && (a->live_opts || a->offline_opts))
+                return usage_error("%s: plan options only apply to the plan command", c->name), NULL;
+        return c;
+}
+
+int main(int argc, char **argv) {
+        struct args a = { 0 };
+        const struct command *c;
+        int r;
+
+        r = parse_args(argc, argv, &a);
+        if (r != 0)
+                return r > 0 ? 0 : EXIT_USAGE;
+        c = command_check(&a);
+        if (!c)
+                return EXIT_USAGE;
+        if (streq(c->name, "plan") && a.offline_opts)
+                return run_plan_offline(&a);
+        return run_command(c, &a);
+}

@@ -91,13 +91,13 @@ static void record_dedicated(struct strbuf *b, const struct topo *t, const struc
 char *record_format(const struct topo *t, const struct domain *dm) {
         struct strbuf b = {};
 
-        sb_add(&b, "<placement cpu=\"%s\" vcpus=\"", dm->placed ? "dedicated" : "shared");
+        sb_add(&b, "<placement cpu=\"%s\" vcpus=\"", dm->placed && dm->plan.dedicated ? "dedicated" : "shared");
         for (int i = 0; i < dm->pins.nvcpu; i++) {
                 sb_add(&b, "%s%d:", i ? " " : "", i);
                 sb_bitmap(&b, dm->pins.vcpu[i]);
         }
         sb_add(&b, "\"");
-        if (dm->placed)
+        if (dm->placed && dm->plan.dedicated)
                 record_dedicated(&b, t, dm);
         sb_add(&b, "/>");
         return b.s;

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 
@@ -16,6 +15,7 @@
 #define NODE_OS_MAX 1023U               /* Linux MAX_NUMNODES is at most 1024 */
 #define PAGE_COUNT_MAX 4294967295ULL    /* keeps count * page size well inside 64 bits */
 #define KEYS_MAX 8                      /* most keys in one section */
+#define SHOWN_MAX 80                    /* user text quoted in a message, at most */
 
 struct parser;
 
@@ -47,7 +47,7 @@ struct parser {
 
 static int parser_error(struct parser *p, const char *fmt, ...) _printf_(2, 3);
 static int parser_error(struct parser *p, const char *fmt, ...) {
-        char msg[512];
+        char msg[1024];
         va_list ap;
 
         va_start(ap, fmt);
@@ -68,6 +68,14 @@ static int too_large_error(char *err, size_t errlen, const char *file) {
         if (err && errlen > 0)
                 snprintf(err, errlen, "%s: file too large (max %d bytes)", file, CONF_FILE_MAX);
         return -EFBIG;
+}
+
+/* Long user text is cut in messages so that "(allowed: ...)" always fits. */
+static const char *shown(const char *s, char *buf, size_t len) {
+        if (strlen(s) <= SHOWN_MAX)
+                return s;
+        snprintf(buf, len, "%.*s...", (int)SHOWN_MAX, s);
+        return buf;
 }
 
 static char *skip_space(const char *s) {
@@ -282,6 +290,8 @@ static const struct conf_section sections[] = {
 };
 #undef SECTION
 
+_Static_assert(ELEMENTSOF(policy_keys) <= KEYS_MAX, "raise KEYS_MAX");
+
 #define SECTIONS_KNOWN "libvirt, host, defaults, domain \"GLOB\", hugepages, daemon"
 
 static const struct conf_section *section_find(const char *name) {
@@ -309,8 +319,11 @@ static const char *section_keys_list(const struct conf_section *s, char *buf, si
 
 /* "[defaults]" or "[domain "db-*"]" for messages. */
 static const char *parser_section_label(const struct parser *p, char *buf, size_t len) {
+        char cut[SHOWN_MAX + 4];
+
         if (p->section->pattern)
-                snprintf(buf, len, "[%s \"%s\"]", p->section->name, p->conf->domains[p->domain].pattern);
+                snprintf(buf, len, "[%s \"%s\"]", p->section->name,
+                         shown(p->conf->domains[p->domain].pattern, cut, sizeof cut));
         else
                 snprintf(buf, len, "[%s]", p->section->name);
         return buf;
@@ -332,9 +345,11 @@ static int conf_domain_get(struct conf *c, const char *pattern) {
 
 static int parser_begin_section(struct parser *p, const char *name, const char *pattern) {
         const struct conf_section *s = section_find(name);
+        char cut[SHOWN_MAX + 4];
 
         if (!s)
-                return parser_error(p, "unknown section [%s] (known: %s)", name, SECTIONS_KNOWN);
+                return parser_error(p, "unknown section [%s] (known: %s)", shown(name, cut, sizeof cut),
+                                    SECTIONS_KNOWN);
         if (s->pattern && !pattern)
                 return parser_error(p, "section [%s] needs a pattern, e.g. [%s \"db-*\"]", name, name);
         if (!s->pattern && pattern)
@@ -350,7 +365,7 @@ static int parser_begin_section(struct parser *p, const char *name, const char *
 
 /* [name] or [name "pattern"], optionally followed by a comment. */
 static int parser_header(struct parser *p, char *s) {
-        char *name = skip_space(s + 1), *pattern = NULL, *end;
+        char *name = skip_space(s + 1), *pattern = NULL, *end, cut[SHOWN_MAX + 4];
 
         for (end = name; isalnum((unsigned char)*end) || *end == '_'; end++)
                 ;
@@ -367,27 +382,29 @@ static int parser_header(struct parser *p, char *s) {
         if (*s != ']')
                 return parser_error(p, "malformed section header (expected [NAME] or [domain \"GLOB\"])");
         if (!is_comment_or_empty(s + 1))
-                return parser_error(p, "unexpected text after section header: \"%s\"", skip_space(s + 1));
+                return parser_error(p, "unexpected text after section header: \"%s\"",
+                                    shown(skip_space(s + 1), cut, sizeof cut));
         *end = '\0';
         return parser_begin_section(p, name, pattern);
 }
 
 static int parser_set(struct parser *p, const char *key, const char *value) {
-        char label[CONF_LINE_MAX + 32], known[256];
+        char label[SHOWN_MAX + 64], known[256], kcut[SHOWN_MAX + 4], vcut[SHOWN_MAX + 4];
+        const char *k = shown(key, kcut, sizeof kcut);
         int i;
 
         if (!p->section)
-                return parser_error(p, "key \"%s\" outside of any section (start one with [NAME])", key);
+                return parser_error(p, "key \"%s\" outside of any section (start one with [NAME])", k);
         parser_section_label(p, label, sizeof label);
         i = section_key_index(p->section, key);
         if (i < 0)
-                return parser_error(p, "unknown key \"%s\" in %s (known: %s)", key, label,
+                return parser_error(p, "unknown key \"%s\" in %s (known: %s)", k, label,
                                     section_keys_list(p->section, known, sizeof known));
         if (p->seen[i])
-                return parser_error(p, "duplicate key \"%s\" in %s (first set on line %u)", key, label, p->seen[i]);
+                return parser_error(p, "duplicate key \"%s\" in %s (first set on line %u)", k, label, p->seen[i]);
         if (p->section->keys[i].set(p, key, value) < 0)
-                return parser_error(p, "bad value \"%s\" for %s in %s (allowed: %s)", value, key, label,
-                                    p->section->keys[i].allowed);
+                return parser_error(p, "bad value \"%s\" for %s in %s (allowed: %s)", shown(value, vcut, sizeof vcut),
+                                    k, label, p->section->keys[i].allowed);
         p->seen[i] = p->line;
         return 0;
 }

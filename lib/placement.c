@@ -41,6 +41,7 @@ struct cap {
         int pus;                        /* free PUs */
         int cores;                      /* whole free cores */
         int smt_pus;                    /* PUs on whole free cores with >= 2 PUs */
+        int whole_pus;                  /* PUs on whole free cores */
         uint64_t mem;                   /* free memory in page units, MEM_ANY */
 };
 
@@ -346,6 +347,7 @@ static void cap_add_core(const struct ctx *c, int core, struct cap *cap) {
         cap->pus += n;
         if (n == npu && npu > 0) {
                 cap->cores++;
+                cap->whole_pus += n;
                 if (npu >= 2)
                         cap->smt_pus += n;
         }
@@ -396,10 +398,12 @@ static void node_caps(struct ctx *c) {
                 cap_add_core(c, k, &c->ncap[t->cores[k].node]);
 }
 
-/* vCPUs a node can hold when it also holds 'e' extra units. */
+/* vCPUs a node can hold when it also holds 'e' extra units. Under require the
+ * extras fill whole free cores too (the domain's leftover sibling first), so
+ * a require domain never shares a core. */
 static int node_vcpu_room(const struct need *nd, const struct cap *cap, int e) {
         if (nd->mode == MODE_REQUIRE) {
-                int any = cap->pus - e;
+                int any = cap->whole_pus - e;
                 return cap->smt_pus < any ? cap->smt_pus : any;
         }
         return units(nd->mode, cap) - e;
@@ -595,18 +599,19 @@ static int take_cores(struct ctx *c, int g, int want, int *list, int *n) {
         return got;
 }
 
-/* require: whole free SMT cores, every PU used; an odd leftover is held idle. */
-static int take_siblings(struct ctx *c, int g, int want) {
+/* require: whole free cores of at least min_npu PUs, every PU used; a
+ * leftover sibling is held idle. */
+static int take_siblings(struct ctx *c, int g, int want, int min_npu, int *list, int *n) {
         const struct topo_group *tg = &c->t->groups[g];
         int got = 0;
 
         for (int k = tg->first_core; k < tg->first_core + tg->ncore && got < want; k++) {
                 const struct topo_core *core = &c->t->cores[k];
-                if (core->npu < 2 || core_free_pus(c, k) != core->npu)
+                if (core->npu < min_npu || core_free_pus(c, k) != core->npu)
                         continue;
                 for (int pu = core->first_pu; pu < core->first_pu + core->npu; pu++)
                         if (got < want) {
-                                take(c, pu, c->vcpu, &c->nv);
+                                take(c, pu, list, n);
                                 got++;
                         } else
                                 take(c, pu, c->idle, &c->nidle);
@@ -617,7 +622,7 @@ static int take_siblings(struct ctx *c, int g, int want) {
 static int take_vcpus(struct ctx *c, int g, int want) {
         switch (c->need.mode) {
         case MODE_ISOLATE: return take_cores(c, g, want, c->vcpu, &c->nv);
-        case MODE_REQUIRE: return take_siblings(c, g, want);
+        case MODE_REQUIRE: return take_siblings(c, g, want, 2, c->vcpu, &c->nv);
         default: return take_packed(c, g, want, c->vcpu, &c->nv);
         }
 }
@@ -625,6 +630,8 @@ static int take_vcpus(struct ctx *c, int g, int want) {
 static int take_extras(struct ctx *c, int g, int want) {
         if (c->need.mode == MODE_ISOLATE)
                 return take_cores(c, g, want, c->extra, &c->nextra);
+        if (c->need.mode == MODE_REQUIRE)
+                return take_siblings(c, g, want, 1, c->extra, &c->nextra);
         return take_packed(c, g, want, c->extra, &c->nextra);
 }
 
@@ -923,18 +930,18 @@ static bool require_impossible(const struct ctx *c) {
 }
 
 static int explain_refusal(const struct ctx *c, char reason[PLACEMENT_REASON_MAX]) {
-        int most, node, pus = 0;
+        int most, node, any = 0;
         uint64_t mem = 0;
 
         if (require_impossible(c))
                 return refuse(reason, ENOSPC, "threads=require needs full sibling sets but this host has "
                               "no SMT (1 thread per core); use threads=prefer or threads=isolate");
         for (int n = 0; n < c->t->nnode; n++) {
-                pus += c->ncap[n].pus;
+                any += c->need.mode == MODE_REQUIRE ? c->ncap[n].whole_pus : c->ncap[n].pus;
                 mem = sat_add(mem, c->t->nodes[n].npu > 0 ? c->ncap[n].mem : 0);
         }
         if (cpu_total(c, &most, &node) < c->need.v + (c->need.mode == MODE_REQUIRE ? 0 : c->need.e) ||
-            pus < c->need.v + c->need.e)
+            any < c->need.v + c->need.e)
                 return refuse_cpu(c, reason);
         if (mem < c->need.m)
                 return refuse_memory(c, reason);

@@ -284,8 +284,10 @@ void table_print(const struct table *tb, FILE *f) {
         int ncol = table_ncol(tb);
         _cleanup_free_ size_t *width = xcalloc(ncol, sizeof(size_t));
 
+        /* The last cell of a short row (a message such as "REFUSED: ...") may
+         * run past its column rather than widen it for every row. */
         for (int r = 0; r < tb->nrow; r++)
-                for (int c = 0; c < tb->rows[r].ncell; c++)
+                for (int c = 0; c < tb->rows[r].ncell - (tb->rows[r].ncell < ncol); c++)
                         if (strlen(tb->rows[r].cells[c]) > width[c])
                                 width[c] = strlen(tb->rows[r].cells[c]);
         for (int r = 0; r < tb->nrow; r++)

@@ -32,7 +32,8 @@ struct hugepages_pool {
         uint64_t surplus;               /* surplus_hugepages, 0 when absent */
 };
 
-/* Pages mapped by someone: the floor below which a pool is never shrunk. */
+/* Pages not free, surplus pages included: the floor below which a pool's
+ * persistent size is never set (a page in use stays in the pool). */
 static inline uint64_t hugepages_pool_in_use(const struct hugepages_pool *p) {
         return p->nr > p->free ? p->nr - p->free : 0;
 }

@@ -204,6 +204,18 @@ static void test_file_size(void) {
         check_error(big, "t.conf: file too large (max 1048576 bytes)");
 }
 
+static void test_long_text(void) {
+        char value[201], expected[512];
+        _cleanup_free_ char *text = NULL;
+
+        memset(value, 'x', 200);
+        value[200] = '\0';
+        text = xasprintf("[defaults]\ncpu = %s\n", value);
+        snprintf(expected, sizeof expected, "t.conf:2: bad value \"%.80s...\" for cpu in [defaults] "
+                 "(allowed: dedicated, shared, none)", value);
+        check_error(text, expected);
+}
+
 static void test_errors(void) {
         check_error("[hosts]\n", "t.conf:1: unknown section [hosts] " KNOWN_SECTIONS);
         check_error("\n[defaults]\ncpus = dedicated\n",
@@ -502,6 +514,30 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
         return remove(path);
 }
 
+/* The first literal block of kvmtuned.conf(5) is the example configuration. */
+static void test_manpage_example(void) {
+        const char *srcdir = getenv("SRCDIR");
+        _cleanup_free_ char *path = xasprintf("%s/man/kvmtuned.conf.5", srcdir ? srcdir : "..");
+        _cleanup_fclose_ FILE *in = fopen(path, "re");
+        _cleanup_free_ char *text = xcalloc(1, 65536);
+        char line[1024];
+        bool inside = false;
+        struct conf *c;
+
+        if (!ok(in, "open %s", path))
+                return;
+        while (fgets(line, sizeof line, in) && !(inside && strncmp(line, ".Ed", 3) == 0)) {
+                if (inside && strlen(text) + strlen(line) < 65536)
+                        strcat(text, line);
+                inside = inside || strncmp(line, ".Bd -literal", 12) == 0;
+        }
+        c = load_string(text, "the man page example");
+        if (c)
+                ok(c->ndomain == 2 && c->hook_timeout_ms == 3000 && c->hugepages[TOPO_PAGE_1G].nnode == 2,
+                   "man page example read in full");
+        conf_free(c);
+}
+
 int main(void) {
         int r;
 
@@ -518,6 +554,7 @@ int main(void) {
         test_line_length();
         test_file_size();
         test_errors();
+        test_long_text();
         test_values();
         test_hugepages_many_nodes();
         test_reserved_empty();
@@ -529,6 +566,7 @@ int main(void) {
         test_glob_order();
         test_precedence();
         test_sample();
+        test_manpage_example();
         r = tap_done();
         nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
         return r;

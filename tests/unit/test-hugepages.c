@@ -482,6 +482,97 @@ static void test_reserve_short(void) {
         fixture_remove(root);
 }
 
+static void test_reserve_node_syntax(void) {
+        char *root = fixture_copy("hp-2node");
+        struct topo *t = topo_nodes(2, (const uint64_t[]){ 16 << 20, 16 << 20 });
+        struct fake_kernel k;
+        struct hugepages_host h = { &fake_ops, root, &k };
+        struct conf c = { 0 };
+        char *out = NULL;
+
+        if (!ok(root != NULL, "copied hp-2node"))
+                return;
+        fake_init(&k, 100);
+        k.limit[0][TOPO_PAGE_1G] = 1;
+        conf_per_node(&c, TOPO_PAGE_1G, 2, (const unsigned[]){ 0, 1 },
+                      (const unsigned long long[]){ 2, 4 });
+        is_int(reserve_capture(&c, t, &h, &out), 1, "reserve, node 0 grants 1 of 2: exit 1");
+        ok(strstr(out, "node 0 1G: 2 requested, 1 reserved (short by 1 after 3 tries with 2 compactions)\n") &&
+           strstr(out, "node 1 1G: 4 requested, 4 reserved (unchanged)\n"), "node 0 short by 1");
+        ok(strstr(out, "kernel command line: hugepagesz=1G hugepages=0:2,1:4\n") != NULL,
+           "kernel 6.1: per-node counts on the command line");
+        ok(!strstr(out, "(kernel"), "no old-kernel note");
+        free(out);
+        topo_nodes_free(t);
+        fixture_remove(root);
+}
+
+static void test_surplus(void) {
+        struct hugepages_pool p = { .nr = 10, .free = 2, .surplus = 3 };
+        char *root = fixture_copy("hp-4node");
+        _cleanup_free_ char *rel = xasprintf(POOL_DIR, 0u, "2048", "surplus_hugepages");
+        _cleanup_free_ char *rel_free = xasprintf(POOL_DIR, 0u, "2048", "free_hugepages");
+        struct hugepages_result r;
+
+        is_int(hugepages_pool_in_use(&p), 8, "in use: nr - free");
+        is_int(hugepages_pool_persistent(&p), 7, "persistent: nr - surplus");
+        p = (struct hugepages_pool){ .nr = 1, .free = 3 };
+        is_int(hugepages_pool_in_use(&p), 0, "free > nr (racing read): 0 in use");
+        if (!ok(root != NULL, "copied hp-4node"))
+                return;
+        ok(hugepages_write_pool(root, 0, TOPO_PAGE_2M, 10) == 0 && hostfs_write(root, rel, "3\n") == 0 &&
+           hostfs_write(root, rel_free, "5\n") == 0, "node 0 2M: 10 pages, 5 free, 3 surplus");
+        is_int(hugepages_set_pool(root, 0, TOPO_PAGE_2M, 7, &r), 0, "ask for 7 persistent pages");
+        ok(r.before == 7 && r.writes == 0 && !r.clamped, "surplus pages not counted: already 7, nothing written");
+        is_int(hugepages_set_pool(root, 0, TOPO_PAGE_2M, 2, &r), 0, "ask for 2");
+        ok(r.clamped && r.target == 5, "in use counts surplus pages too: clamped to 5");
+        fixture_remove(root);
+}
+
+/* The whole path with the real parsers: config text, an hwloc XML host whose
+ * memory and pools come from the fixture tree, plan, reserve. */
+static void test_real_config_and_topology(void) {
+        const char *topos = getenv("TOPOLOGIES");
+        _cleanup_free_ char *xml = NULL;
+        char *root = fixture_copy("hp-2node");
+        struct hugepages_host h = { &hugepages_ops_hostfs, root, NULL };
+        struct hugepages_plan p = { 0 };
+        struct conf *c = NULL;
+        struct topo *t = NULL;
+        char err[256] = "", *out = NULL;
+
+        if (!topos || !root) {
+                ok(1, "# SKIP TOPOLOGIES not set or no fixture copy");
+                fixture_remove(root);
+                return;
+        }
+        xml = xasprintf("%s/2s-xeon-platinum8168-skylake-smt.xml", topos);
+        is_int(conf_load_string("t.conf", "[hugepages]\n1G = 1:3\n2M = 9\n", &c, err, sizeof err), 0,
+               "config with [hugepages] parses");
+        is_int(topo_load(TOPO_SOURCE_XML, xml, root, &t), 0, "2-socket Skylake with hp-2node sysfs");
+        if (!c || !t)
+                goto out;
+        is_int(hugepages_plan(c, t, &p, err, sizeof err), 0, "plan");
+        ok(p.ntarget == 3 && p.targets[0].size == TOPO_PAGE_2M && p.targets[0].count == 5 &&
+           p.targets[1].count == 4 && p.targets[2].node_os == 1 && p.targets[2].count == 3,
+           "2M 9 spread 5+4, 1G 1:3");
+        is_int(reserve_capture(c, t, &h, &out), 0, "reserve: exit 0");
+        ok(strstr(out, "node 1 1G: 3 requested, 3 reserved\n") != NULL, "node 1 1G reserved");
+        is_int(pool_file(root, 1, TOPO_PAGE_1G, "nr_hugepages"), 3, "node 1 1G file: 3");
+        free(out);
+        conf_free(c);
+        c = NULL;
+        is_int(conf_load_string("t.conf", "[hugepages]\n1G = 0:1 2:1\n", &c, err, sizeof err), 0,
+               "config naming node 2");
+        is_int(reserve_capture(c, t, &h, &out), 1, "node 2 on a 2-node host: exit 1");
+        free(out);
+out:
+        hugepages_plan_done(&p);
+        conf_free(c);
+        topo_free(t);
+        fixture_remove(root);
+}
+
 int main(void) {
         fixtures = getenv("FIXTURES");
         if (!fixtures)
@@ -497,5 +588,8 @@ int main(void) {
         test_mounts();
         test_reserve_files();
         test_reserve_short();
+        test_reserve_node_syntax();
+        test_surplus();
+        test_real_config_and_topology();
         return tap_done();
 }

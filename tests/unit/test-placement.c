@@ -1,3 +1,475 @@
+/* Hand-worked placement cases on small synthetic hosts, with exact PU numbers.
+ *
+ * The main host, H2 = "Package:2 [NUMANode(memory=64GiB)] L3Cache:2 Core:4 PU:2(indexes=core)":
+ * node 0 = cores 0-7 (L3 groups: cores 0-3 and 4-7), node 1 = cores 8-15;
+ * core i has PUs i and i+16 (os numbers). The first core (PUs 0,16) is reserved. */
 #include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "kvmtune/placement.h"
+#include "kvmtune/util.h"
 #include "tap.h"
-int main(void) { tap_skip_all("pending"); }
+
+#define H2 "Package:2 [NUMANode(memory=64GiB)] L3Cache:2 Core:4 PU:2(indexes=core)"
+#define GIB (1024ULL * 1024)
+
+struct host {
+        struct topo *t;
+        struct alloc *a;
+        struct plan plans[16];
+        int nplan;
+};
+
+static int host_open(struct host *h, const char *synthetic, bool reserve) {
+        int r = topo_load(TOPO_SOURCE_SYNTHETIC, synthetic, NULL, &h->t);
+
+        h->nplan = 0;
+        if (r < 0)
+                return r;
+        h->a = alloc_new(h->t);
+        if (reserve) {
+                hwloc_bitmap_t set = placement_default_reserved(h->t);
+                alloc_reserve(h->a, h->t, set);
+                hwloc_bitmap_free(set);
+        }
+        return 0;
+}
+
+static void host_close(struct host *h) {
+        for (int i = 0; i < h->nplan; i++)
+                plan_done(&h->plans[i]);
+        h->a = alloc_free(h->a);
+        h->t = topo_free(h->t);
+}
+
+static struct request req_new(int vcpus, const char *policy) {
+        struct request r = { .vcpus = vcpus };
+        char buf[256], *save = NULL;
+
+        policy_init_default(&r.policy);
+        r.policy.cpu = POLICY_CPU_DEDICATED;
+        snprintf(buf, sizeof buf, "%s", policy);
+        for (char *kv = strtok_r(buf, " ", &save); kv; kv = strtok_r(NULL, " ", &save)) {
+                char *eq = strchr(kv, '=');
+                if (!eq)
+                        continue;
+                *eq = '\0';
+                if (policy_set(&r.policy, kv, eq + 1) < 0)
+                        printf("# bad policy %s=%s\n", kv, eq + 1);
+        }
+        return r;
+}
+
+/* Places and commits as domain nplan+1; returns the placement result. */
+static int host_place(struct host *h, const struct request *req, char *reason) {
+        struct plan *p = &h->plans[h->nplan];
+        int r = placement_place(h->t, h->a, req, p, reason);
+
+        if (r < 0)
+                return r;
+        alloc_commit(h->a, h->t, p, h->nplan + 1);
+        h->nplan++;
+        return 0;
+}
+
+static struct plan *last(struct host *h) {
+        return &h->plans[h->nplan - 1];
+}
+
+/* "1 17 2 18": os numbers of a PU index list. */
+static const char *os_list(const struct topo *t, const int *pus, int n) {
+        static char buf[4][512];
+        static int which;
+        char *s = buf[which++ % 4];
+
+        s[0] = '\0';
+        for (int i = 0; i < n; i++)
+                snprintf(s + strlen(s), 512 - strlen(s), "%s%u", i ? " " : "", t->pus[pus[i]].os);
+        return s;
+}
+
+static const char *bitmap_list(hwloc_bitmap_t set) {
+        static char buf[256];
+
+        hwloc_bitmap_list_snprintf(buf, sizeof buf, set);
+        hwloc_bitmap_free(set);
+        return buf;
+}
+
+static void test_reserve(void) {
+        struct host h;
+        hwloc_bitmap_t set;
+
+        if (host_open(&h, H2, false) < 0)
+                return (void)ok(0, "load H2");
+        set = placement_default_reserved(h.t);
+        is_str(bitmap_list(set), "0,16", "default reserved set is the first core");
+        set = hwloc_bitmap_alloc();
+        hwloc_bitmap_set(set, 17);
+        hwloc_bitmap_set(set, 999);
+        is_int(alloc_reserve(h.a, h.t, set), 2, "reserving PU 17 widens to its core (2 PUs), unknown CPU ignored");
+        hwloc_bitmap_free(set);
+        is_int(h.a->pu_owner[topo_pu_by_os(h.t, 1)], ALLOC_RESERVED, "PU 1 (sibling of 17) reserved");
+        is_str(bitmap_list(placement_shared_pool(h.t, h.a, 0)), "0,2-7,16,18-23", "shared pool of node 0 excludes core 1");
+        is_int(alloc_reserve(h.a, NULL, NULL), -EINVAL, "alloc_reserve without a host is -EINVAL");
+        host_close(&h);
+}
+
+static void test_prefer(void) {
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+
+        if (host_open(&h, H2, true) < 0)
+                return (void)ok(0, "load H2");
+        r = req_new(4, "threads=prefer");
+        is_int(host_place(&h, &r, why), 0, "prefer 4 vCPUs placed");
+        is_str(os_list(h.t, last(&h)->vcpu_pu, 4), "1 17 2 18", "prefer packs siblings, best-fit node 0 group 0");
+        is_int(last(&h)->nnode, 1, "one node");
+        is_int(last(&h)->nodes[0], 0, "node 0 (fewest free PUs that fit)");
+        is_int(last(&h)->ngroup, 1, "one L3 group");
+        is_int(last(&h)->emulator.kind, PLACE_SHARED, "emulator=share: shared pool");
+        is_str(bitmap_list(plan_resolve(h.t, h.a, last(&h), &last(&h)->emulator)), "3-7,19-23",
+               "emulator resolves to node 0's shared pool");
+        r = req_new(1, "threads=prefer");
+        is_int(host_place(&h, &r, why), 0, "prefer 1 vCPU placed");
+        is_str(os_list(h.t, last(&h)->vcpu_pu, 1), "3", "next prefer domain takes the next free core of group 0");
+        r = req_new(1, "threads=prefer");
+        is_int(host_place(&h, &r, why), 0, "another prefer 1 vCPU placed");
+        is_str(os_list(h.t, last(&h)->vcpu_pu, 1), "19", "prefer uses the free sibling of a core partly used by a prefer domain");
+        r = req_new(7, "threads=prefer");
+        is_int(host_place(&h, &r, why), 0, "prefer 7 vCPUs placed");
+        is_str(os_list(h.t, last(&h)->vcpu_pu, 7), "4 20 5 21 6 22 7", "7 vCPUs fill group 1 of node 0 (best fit: 8 free)");
+        host_close(&h);
+}
+
+static void test_isolate(void) {
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+        struct plan *p;
+
+        if (host_open(&h, H2, true) < 0)
+                return (void)ok(0, "load H2");
+        r = req_new(2, "threads=isolate emulator=isolate");
+        is_int(host_place(&h, &r, why), 0, "isolate 2 vCPUs + emulator placed");
+        p = last(&h);
+        is_str(os_list(h.t, p->vcpu_pu, 2), "1 2", "one vCPU per whole core");
+        is_str(os_list(h.t, p->idle_pus, p->nidle), "17 18 19", "siblings held idle, emulator core too");
+        is_int(p->emulator.kind, PLACE_DEDICATED, "emulator dedicated");
+        is_str(os_list(h.t, p->emulator.pus, p->emulator.npu), "3", "emulator on its own whole core");
+        is_int(h.a->pu_idle[topo_pu_by_os(h.t, 17)], 1, "idle sibling marked idle in alloc");
+        r = req_new(1, "threads=prefer");
+        is_int(host_place(&h, &r, why), 0, "prefer 1 vCPU next to an isolate domain");
+        is_str(os_list(h.t, last(&h)->vcpu_pu, 1), "4", "prefer does not use an isolate domain's idle sibling");
+        r = req_new(1, "threads=isolate");
+        is_int(host_place(&h, &r, why), 0, "isolate 1 vCPU");
+        is_str(os_list(h.t, last(&h)->vcpu_pu, 1), "5", "isolate skips the core partly used by a prefer domain");
+        r = req_new(15, "threads=isolate emulator=isolate");
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "isolate 15 + emulator refused");
+        is_str(why, "needs 15 whole cores (threads=isolate) plus 1 for the emulator; most free on a node is 8 "
+               "(node 1), 10 free in total", "refusal counts whole cores per node and in total");
+        host_close(&h);
+}
+
+static void test_require(void) {
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+        struct plan *p;
+
+        if (host_open(&h, H2, true) < 0)
+                return (void)ok(0, "load H2");
+        r = req_new(3, "threads=require emulator=isolate");
+        is_int(host_place(&h, &r, why), 0, "require 3 vCPUs + emulator placed");
+        p = last(&h);
+        is_str(os_list(h.t, p->vcpu_pu, 3), "1 17 2", "require fills full sibling sets");
+        is_str(os_list(h.t, p->emulator.pus, 1), "18", "emulator takes the domain's leftover sibling");
+        is_int(p->nidle, 0, "nothing left idle");
+        r = req_new(1, "threads=require");
+        is_int(host_place(&h, &r, why), 0, "require 1 vCPU");
+        is_str(os_list(h.t, last(&h)->vcpu_pu, 1), "3", "require with 1 vCPU");
+        is_str(os_list(h.t, last(&h)->idle_pus, last(&h)->nidle), "19", "its sibling is held idle");
+        host_close(&h);
+
+        if (host_open(&h, "Package:1 [NUMANode(memory=8GiB)] L3Cache:1 Core:4 PU:1", true) < 0)
+                return (void)ok(0, "load no-SMT host");
+        r = req_new(2, "threads=require");
+        is_int(placement_place(h.t, h.a, &r, &h.plans[0], why), -ENOSPC, "require refused on a no-SMT host");
+        is_str(why, "threads=require needs full sibling sets but this host has no SMT (1 thread per core); "
+               "use threads=prefer or threads=isolate", "no-SMT reason");
+        r = req_new(2, "threads=isolate");
+        is_int(host_place(&h, &r, why), 0, "isolate works on a no-SMT host");
+        is_str(os_list(h.t, last(&h)->vcpu_pu, 2), "1 2", "isolate on single-PU cores");
+        is_int(last(&h)->nidle, 0, "no idle siblings without SMT");
+        host_close(&h);
+}
+
+static void test_helpers(void) {
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+        struct plan *p;
+
+        if (host_open(&h, H2, true) < 0)
+                return (void)ok(0, "load H2");
+        r = req_new(2, "threads=prefer emulator=isolate iothreads=dedicated");
+        r.iothreads = 2;
+        is_int(host_place(&h, &r, why), 0, "prefer + emulator isolate + 2 dedicated iothreads");
+        p = last(&h);
+        is_str(os_list(h.t, p->vcpu_pu, 2), "1 17", "vCPUs");
+        is_str(os_list(h.t, p->emulator.pus, 1), "2", "emulator PU");
+        is_int(p->niothread, 2, "two iothreads");
+        is_str(os_list(h.t, p->iothreads[0].pus, 1), "18", "iothread 1 PU");
+        is_str(os_list(h.t, p->iothreads[1].pus, 1), "3", "iothread 2 PU");
+        r = req_new(2, "threads=prefer emulator=isolate iothreads=emulator");
+        r.iothreads = 1;
+        is_int(host_place(&h, &r, why), 0, "iothreads=emulator with emulator=isolate");
+        p = last(&h);
+        is_str(os_list(h.t, p->vcpu_pu, 2), "4 20", "vCPUs + emulator (3 PUs) go to the group that holds them");
+        is_str(os_list(h.t, p->emulator.pus, 1), "5", "emulator next to them");
+        is_int(p->iothreads[0].kind, PLACE_DEDICATED, "iothread dedicated like the emulator");
+        is_int(p->iothreads[0].pus[0], p->emulator.pus[0], "iothread shares the emulator PU");
+        r = req_new(2, "threads=prefer emulator=vcpus iothreads=emulator");
+        r.iothreads = 1;
+        is_int(host_place(&h, &r, why), 0, "emulator=vcpus");
+        p = last(&h);
+        is_int(p->emulator.kind, PLACE_VCPUS, "emulator over the vCPUs");
+        is_int(p->iothreads[0].kind, PLACE_VCPUS, "iothread follows the emulator");
+        is_str(bitmap_list(plan_resolve(h.t, h.a, p, &p->emulator)), "6,21", "emulator resolves to the vCPU PUs");
+        r = req_new(2, "threads=isolate emulator=share iothreads=shared");
+        r.iothreads = 1;
+        is_int(host_place(&h, &r, why), 0, "isolate with shared helpers");
+        p = last(&h);
+        is_int(p->emulator.kind, PLACE_SHARED, "emulator=share");
+        is_int(p->iothreads[0].kind, PLACE_SHARED, "iothreads=shared");
+        is_int(p->nodes[0], 1, "node 0 has one whole core left: node 1");
+        is_str(bitmap_list(plan_resolve(h.t, h.a, p, &p->iothreads[0])), "10-15,26-31",
+               "shared iothread on node 1's shared pool");
+        host_close(&h);
+}
+
+static void test_isolate_helpers_whole_cores(void) {
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+        struct plan *p;
+
+        if (host_open(&h, H2, true) < 0)
+                return (void)ok(0, "load H2");
+        r = req_new(1, "threads=isolate emulator=isolate iothreads=dedicated");
+        r.iothreads = 1;
+        is_int(host_place(&h, &r, why), 0, "isolate + emulator + iothread");
+        p = last(&h);
+        is_str(os_list(h.t, p->vcpu_pu, 1), "1", "vCPU core");
+        is_str(os_list(h.t, p->emulator.pus, 1), "2", "emulator core");
+        is_str(os_list(h.t, p->iothreads[0].pus, 1), "3", "iothread core");
+        is_str(os_list(h.t, p->idle_pus, p->nidle), "17 18 19", "all three siblings idle");
+        host_close(&h);
+}
+
+static void test_memory(void) {
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+        struct plan *p;
+
+        if (host_open(&h, H2, true) < 0)
+                return (void)ok(0, "load H2");
+        r = req_new(2, "numa=strict");
+        r.memory_kib = 8 * GIB;
+        is_int(host_place(&h, &r, why), 0, "8 GiB base pages");
+        p = last(&h);
+        is_int(p->node_mem_kib[0], 8 * GIB, "memory on node 0");
+        is_int(h.a->mem_kib[0], 8 * GIB, "committed on node 0");
+        r = req_new(2, "numa=strict");
+        r.memory_kib = 60 * GIB;
+        is_int(host_place(&h, &r, why), 0, "60 GiB: node 0 has only 56 left");
+        is_int(last(&h)->nodes[0], 1, "goes to node 1");
+        is_str(os_list(h.t, last(&h)->vcpu_pu, 2), "8 24", "on node 1's first core");
+        r = req_new(2, "numa=none");
+        r.memory_kib = 500 * GIB;
+        is_int(host_place(&h, &r, why), 0, "numa=none: memory does not constrain");
+        is_int(last(&h)->nnode, 1, "still one node for the vCPUs");
+        is_int(last(&h)->node_mem_kib[0] + last(&h)->node_mem_kib[1], 0, "no memory bound");
+        r = req_new(2, "numa=strict");
+        r.memory_kib = 200 * GIB;
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "200 GiB refused");
+        is_str(why, "needs 200 GiB of memory; free: node 0: 56 GiB, node 1: 4 GiB", "base memory refusal");
+        alloc_release(h.a, h.t, &h.plans[1], 2);
+        is_int(h.a->mem_kib[1], 0, "release gives node 1's memory back");
+        host_close(&h);
+}
+
+static void test_hugepages(void) {
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+
+        if (host_open(&h, H2, true) < 0)
+                return (void)ok(0, "load H2");
+        h.t->nodes[0].hp[TOPO_PAGE_1G] = (struct topo_hpool) { 4, 4 };
+        h.t->nodes[1].hp[TOPO_PAGE_1G] = (struct topo_hpool) { 8, 8 };
+        r = req_new(4, "hugepages=1G numa=strict");
+        r.memory_kib = 16 * GIB;
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "16 GiB of 1G pages refused");
+        is_str(why, "needs 16 GiB of 1G pages; free: node 0: 4, node 1: 8 pages", "hugepage refusal");
+        r.memory_kib = 6 * GIB;
+        is_int(host_place(&h, &r, why), 0, "6 GiB of 1G pages");
+        is_int(last(&h)->nodes[0], 1, "on node 1, the only node with 6 free pages");
+        is_int(h.a->hp_pages[1][TOPO_PAGE_1G], 6, "6 pages committed on node 1");
+        r.memory_kib = 5 * GIB;
+        is_int(host_place(&h, &r, why), 0, "5 GiB of 1G pages: split");
+        is_int(last(&h)->split, 1, "split over two nodes");
+        is_int(last(&h)->node_mem_kib[0], 3 * GIB, "3 pages on node 0");
+        is_int(last(&h)->node_mem_kib[1], 2 * GIB, "2 pages on node 1 (all it has left)");
+        is_int(strlen(last(&h)->note) > 0, 1, "split explained in the note");
+        r = req_new(2, "hugepages=2M numa=strict");
+        r.memory_kib = 4 * GIB;
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "2M pages with no 2M pool refused");
+        is_str(why, "needs 4 GiB of 2M pages; free: node 0: 0, node 1: 0 pages", "2M refusal");
+        r = req_new(2, "hugepages=none numa=strict");
+        r.memory_kib = 61 * GIB;
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), 0, "base pages exclude the 1G pools");
+        is_int(h.plans[15].split, 1, "61 GiB base: node 0 has 60, node 1 56 outside the pools: split");
+        plan_done(&h.plans[15]);
+        host_close(&h);
+}
+
+static void test_split_and_pool(void) {
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+        struct plan *p;
+
+        if (host_open(&h, H2, true) < 0)
+                return (void)ok(0, "load H2");
+        r = req_new(20, "threads=prefer");
+        is_int(host_place(&h, &r, why), 0, "20 vCPUs split");
+        p = last(&h);
+        is_int(p->split, 1, "split");
+        is_int(p->nnode, 2, "two nodes");
+        is_int(p->nodes[0], 0, "home node 0");
+        is_str(os_list(h.t, p->vcpu_pu, 20), "4 20 5 21 6 22 7 23 1 17 8 24 9 25 10 26 11 27 12 28",
+               "10 vCPUs per node, fewest groups per node");
+        is_int(p->ngroup, 4, "4 L3 groups");
+        r = req_new(10, "threads=prefer");
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "taking the last 10 PUs refused");
+        is_str(why, "would leave no shared CPUs for shared domains and emulator threads", "shared pool reason");
+        r = req_new(9, "threads=prefer");
+        is_int(host_place(&h, &r, why), 0, "9 of the last 10 PUs");
+        host_close(&h);
+
+        if (host_open(&h, "Package:1 [NUMANode(memory=4GiB)] L3Cache:1 Core:1 PU:2", true) < 0)
+                return (void)ok(0, "load 2-PU host");
+        is_str(bitmap_list(placement_default_reserved(h.t)), "", "single-core host: nothing reserved by default");
+        r = req_new(2, "threads=prefer");
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "2 vCPUs on a 2-PU host refused");
+        r = req_new(1, "threads=prefer");
+        is_int(host_place(&h, &r, why), 0, "1 vCPU on a 2-PU host");
+        is_str(os_list(h.t, last(&h)->vcpu_pu, 1), "0", "on PU 0");
+        is_str(bitmap_list(placement_shared_pool(h.t, h.a, -1)), "1", "PU 1 stays shared");
+        host_close(&h);
+}
+
+static void test_distance_split(void) {
+        static unsigned dist[16] = { 10, 30, 20, 30,  30, 10, 30, 20,  20, 30, 10, 30,  30, 20, 30, 10 };
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+        unsigned *saved;
+
+        if (host_open(&h, "Package:4 [NUMANode(memory=16GiB)] L3Cache:1 Core:4 PU:1", true) < 0)
+                return (void)ok(0, "load 4-node host");
+        saved = h.t->distance;
+        h.t->distance = dist;
+        r = req_new(6, "threads=prefer");
+        is_int(host_place(&h, &r, why), 0, "6 vCPUs on 4-PU nodes");
+        is_int(last(&h)->nnode, 2, "two nodes");
+        is_int(last(&h)->nodes[0], 0, "home node 0 (fullest: nodes 1 and 3 stay whole)");
+        is_int(last(&h)->nodes[1], 2, "node 2 is closest to node 0");
+        is_str(os_list(h.t, last(&h)->vcpu_pu, 6), "1 2 3 8 9 10", "3 vCPUs on each");
+        r = req_new(2, "threads=prefer");
+        r.npci_nodes = 1;
+        r.pci_nodes[0] = 3;
+        is_int(host_place(&h, &r, why), 0, "PCI domain");
+        is_int(last(&h)->nodes[0], 3, "placed on its device's node 3 (node 1 would tie)");
+        h.t->distance = saved;
+        host_close(&h);
+}
+
+static void test_shared(void) {
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+        struct plan *p;
+
+        if (host_open(&h, H2, true) < 0)
+                return (void)ok(0, "load H2");
+        r = req_new(4, "cpu=shared numa=strict emulator=isolate iothreads=dedicated");
+        r.iothreads = 1;
+        r.memory_kib = 4 * GIB;
+        is_int(host_place(&h, &r, why), 0, "shared domain placed");
+        p = last(&h);
+        is_int(p->dedicated, 0, "no dedicated PUs");
+        is_int(p->nodes[0], 1, "home: node 1 (same memory, more shared PUs)");
+        is_int(p->node_mem_kib[1], 4 * GIB, "memory on node 1");
+        is_int(p->emulator.kind, PLACE_SHARED, "emulator on the shared pool");
+        is_int(p->iothreads[0].kind, PLACE_SHARED, "iothread on the shared pool");
+        is_str(bitmap_list(plan_vcpu_cpus(h.t, h.a, p, 0)), "8-15,24-31", "vCPU 0 floats over node 1's pool");
+        for (int pu = 0; pu < h.t->npu; pu++)
+                if (h.a->pu_owner[pu] > 0)
+                        return (void)ok(0, "shared domain owns no PU");
+        ok(1, "shared domain owns no PU");
+        r = req_new(4, "cpu=shared numa=none");
+        is_int(host_place(&h, &r, why), 0, "shared numa=none");
+        is_int(last(&h)->nnode, 0, "no home node");
+        is_str(bitmap_list(plan_vcpu_cpus(h.t, h.a, last(&h), 3)), "1-15,17-31", "whole pool");
+        r = req_new(4, "cpu=none");
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -EINVAL, "cpu=none is -EINVAL");
+        host_close(&h);
+}
+
+static void test_invalid(void) {
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+        struct plan p;
+
+        if (host_open(&h, H2, true) < 0)
+                return (void)ok(0, "load H2");
+        r = req_new(0, "");
+        is_int(placement_place(h.t, h.a, &r, &p, why), -EINVAL, "0 vCPUs is -EINVAL");
+        r = req_new(2, "");
+        r.policy.threads = 42;
+        is_int(placement_place(h.t, h.a, &r, &p, why), -EINVAL, "bad enum is -EINVAL");
+        r = req_new(2, "");
+        r.npci_nodes = 1;
+        r.pci_nodes[0] = 7;
+        is_int(placement_place(h.t, h.a, &r, &p, why), -EINVAL, "unknown PCI node is -EINVAL");
+        r = req_new(2, "");
+        is_int(placement_place(h.t, NULL, &r, &p, why), -EINVAL, "no alloc is -EINVAL");
+        is_int(placement_place(h.t, h.a, &r, &p, NULL), 0, "NULL reason buffer is fine");
+        plan_done(&p);
+        plan_done(NULL);
+        ok(alloc_free(NULL) == NULL, "alloc_free(NULL)");
+        host_close(&h);
+}
+
+int main(void) {
+        test_reserve();
+        test_prefer();
+        test_isolate();
+        test_require();
+        test_helpers();
+        test_isolate_helpers_whole_cores();
+        test_memory();
+        test_hugepages();
+        test_split_and_pool();
+        test_distance_split();
+        test_shared();
+        test_invalid();
+        return tap_done();
+}

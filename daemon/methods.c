@@ -1,0 +1,506 @@
+/* The control-socket methods (daemon/ctl.h has the table type and the result
+ * shapes). Read-only methods render the daemon's state; Rebalance and Reload
+ * (privileged) change it. What a domain reports is what was applied: the
+ * cpusets come from the pinset the appliers wrote. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <time.h>
+
+#include "ctl.h"
+#include "daemon.h"
+#include "kvmtune/log.h"
+#include "kvmtune/proto.h"
+#include "kvmtune/render.h"
+#include "kvmtune/util.h"
+
+static inline void json_putp(struct json_object **o) { json_object_put(*o); }
+static inline void bitmap_freep(hwloc_bitmap_t *m) { if (*m) hwloc_bitmap_free(*m); }
+#define _cleanup_json_ _cleanup_(json_putp)
+#define _cleanup_bitmap_ _cleanup_(bitmap_freep)
+
+static void jadd(struct json_object *o, const char *key, struct json_object *v) {
+        json_object_object_add(o, key, v);
+}
+
+static struct json_object *jstr(const char *s) {
+        return s ? json_object_new_string(s) : NULL;
+}
+
+/* ---- a domain ------------------------------------------------------------------ */
+
+static struct json_object *methods_vcpus_json(const struct pinset *p) {
+        struct json_object *arr = json_object_new_array();
+
+        for (int i = 0; i < p->nvcpu; i++) {
+                struct json_object *v = json_object_new_object();
+                jadd(v, "vcpu", json_object_new_int(i));
+                jadd(v, "cpus", render_bitmap_json(p->vcpu[i]));
+                json_object_array_add(arr, v);
+        }
+        return arr;
+}
+
+static struct json_object *methods_iothreads_json(const struct pinset *p) {
+        struct json_object *arr = json_object_new_array();
+
+        for (int i = 0; i < p->niothread; i++) {
+                struct json_object *v = json_object_new_object();
+                jadd(v, "id", json_object_new_int(p->iothread_id[i]));
+                jadd(v, "cpus", render_bitmap_json(p->iothread[i]));
+                json_object_array_add(arr, v);
+        }
+        return arr;
+}
+
+static struct json_object *methods_numa_json(const struct pinset *p) {
+        struct json_object *o = json_object_new_object();
+        bool managed = p->mems && p->numa != POLICY_NUMA_NONE;
+
+        jadd(o, "nodes", render_bitmap_json(managed ? p->mems : NULL));
+        jadd(o, "mode", jstr(policy_numa_to_string(managed ? p->numa : POLICY_NUMA_NONE)));
+        return o;
+}
+
+static struct json_object *methods_emulator_json(const struct pinset *p) {
+        struct json_object *o = json_object_new_object();
+
+        jadd(o, "cpus", render_bitmap_json(p->emulator));
+        return o;
+}
+
+static struct json_object *methods_memory_json(const struct domain *dm) {
+        struct json_object *o = json_object_new_object();
+
+        jadd(o, "kib", json_object_new_int64((int64_t)dm->memory_kib));
+        jadd(o, "page_kib", json_object_new_int64((int64_t)dm->page_kib));
+        return o;
+}
+
+static struct json_object *methods_domain_json(const struct domain *dm) {
+        struct json_object *o = json_object_new_object();
+
+        jadd(o, "name", jstr(dm->name));
+        jadd(o, "uuid", jstr(dm->uuid));
+        jadd(o, "state", jstr(domain_state_to_string(dm->state)));
+        if (dm->reason[0])
+                jadd(o, "reason", jstr(dm->reason));
+        jadd(o, "id", json_object_new_int(dm->libvirt_id));
+        jadd(o, "pid", json_object_new_int(dm->pid));
+        jadd(o, "policy", render_policy_json(&dm->policy));
+        jadd(o, "vcpus", methods_vcpus_json(&dm->pins));
+        jadd(o, "emulator", methods_emulator_json(&dm->pins));
+        jadd(o, "iothreads", methods_iothreads_json(&dm->pins));
+        jadd(o, "numa", methods_numa_json(&dm->pins));
+        jadd(o, "memory", methods_memory_json(dm));
+        return o;
+}
+
+/* ---- Status -------------------------------------------------------------------- */
+
+static struct json_object *methods_owned_json(const struct daemon *d, bool reserved) {
+        struct json_object *arr = json_object_new_array();
+
+        for (int pu = 0; pu < d->topo->npu; pu++) {
+                int owner = d->alloc->pu_owner[pu];
+                if (reserved ? owner == ALLOC_RESERVED : owner > 0)
+                        json_object_array_add(arr, json_object_new_int(d->topo->pus[pu].os));
+        }
+        return arr;
+}
+
+static struct json_object *methods_pools_json(struct daemon *d) {
+        struct json_object *o = json_object_new_object();
+        hwloc_bitmap_t pool = placement_shared_pool(d->topo, d->alloc, -1);
+
+        jadd(o, "reserved", methods_owned_json(d, true));
+        jadd(o, "shared", render_bitmap_json(pool));
+        jadd(o, "dedicated", methods_owned_json(d, false));
+        hwloc_bitmap_free(pool);
+        return o;
+}
+
+static struct json_object *methods_counts_json(struct daemon *d) {
+        struct json_object *o = json_object_new_object();
+        int c[_DOMAIN_STATE_MAX];
+
+        domains_count(d, c);
+        for (int s = 0; s < _DOMAIN_STATE_MAX; s++)
+                jadd(o, domain_state_to_string(s), json_object_new_int(c[s]));
+        return o;
+}
+
+static uint64_t methods_uptime_sec(const struct daemon *d) {
+        uint64_t now = 0;
+
+        sd_event_now(d->event, CLOCK_MONOTONIC, &now);
+        return (now - d->start_usec) / 1000000ULL;
+}
+
+static int methods_status(void *userdata, struct json_object *params,
+                          struct json_object **ret_result, char **ret_error) {
+        struct daemon *d = userdata;
+        struct json_object *o = json_object_new_object(), *lv = json_object_new_object();
+
+        jadd(o, "version", jstr(PACKAGE_VERSION));
+        jadd(o, "uptime_sec", json_object_new_int64((int64_t)methods_uptime_sec(d)));
+        jadd(lv, "uri", jstr(d->uri));
+        jadd(lv, "connected", json_object_new_boolean(d->connected));
+        jadd(o, "libvirt", lv);
+        jadd(o, "host", jstr(d->topo->description));
+        jadd(o, "pools", methods_pools_json(d));
+        jadd(o, "domains", methods_counts_json(d));
+        *ret_result = o;
+        return 0;
+}
+
+/* ---- List, Show ---------------------------------------------------------------- */
+
+static int methods_list(void *userdata, struct json_object *params,
+                        struct json_object **ret_result, char **ret_error) {
+        struct daemon *d = userdata;
+        struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
+
+        for (int i = 0; i < d->ndomain; i++)
+                json_object_array_add(arr, methods_domain_json(d->domains[i]));
+        jadd(o, "domains", arr);
+        *ret_result = o;
+        return 0;
+}
+
+static const char *methods_param_string(struct json_object *params, const char *key) {
+        struct json_object *v;
+
+        if (!json_object_object_get_ex(params, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+static int methods_show(void *userdata, struct json_object *params,
+                        struct json_object **ret_result, char **ret_error) {
+        struct daemon *d = userdata;
+        const char *name = methods_param_string(params, "name");
+        struct domain *dm;
+
+        if (!name) {
+                *ret_error = xstrdup("Show needs a domain \"name\"");
+                return -EINVAL;
+        }
+        dm = domains_find(d, name);
+        if (!dm) {
+                *ret_error = xasprintf("no running domain '%s' known to kvmtuned", name);
+                return -ENOENT;
+        }
+        *ret_result = methods_domain_json(dm);
+        return 0;
+}
+
+/* ---- Topology ------------------------------------------------------------------ */
+
+static struct json_object *methods_pu_json(struct daemon *d, int pu) {
+        struct json_object *o = json_object_new_object();
+        int owner = d->alloc->pu_owner[pu];
+        const char *name = NULL;
+
+        for (int i = 0; owner > 0 && i < d->ndomain; i++)
+                if (d->domains[i]->id == owner)
+                        name = d->domains[i]->name;
+        jadd(o, "os", json_object_new_int(d->topo->pus[pu].os));
+        jadd(o, "owner", jstr(name));
+        jadd(o, "reserved", json_object_new_boolean(owner == ALLOC_RESERVED));
+        jadd(o, "idle", json_object_new_boolean(d->alloc->pu_idle[pu]));
+        return o;
+}
+
+static struct json_object *methods_core_json(struct daemon *d, int core) {
+        const struct topo_core *c = &d->topo->cores[core];
+        struct json_object *o = json_object_new_object(), *pus = json_object_new_array();
+
+        for (int i = 0; i < c->npu; i++)
+                json_object_array_add(pus, methods_pu_json(d, c->first_pu + i));
+        jadd(o, "pus", pus);
+        return o;
+}
+
+static struct json_object *methods_group_json(struct daemon *d, int group) {
+        const struct topo_group *g = &d->topo->groups[group];
+        struct json_object *o = json_object_new_object(), *cores = json_object_new_array();
+
+        for (int i = 0; i < g->ncore; i++)
+                json_object_array_add(cores, methods_core_json(d, g->first_core + i));
+        jadd(o, "l3", json_object_new_int(g->l3));
+        jadd(o, "cores", cores);
+        return o;
+}
+
+static int methods_topology(void *userdata, struct json_object *params,
+                            struct json_object **ret_result, char **ret_error) {
+        struct daemon *d = userdata;
+        struct json_object *o = json_object_new_object(), *nodes = json_object_new_array();
+
+        for (int n = 0; n < d->topo->nnode; n++) {
+                const struct topo_node *tn = &d->topo->nodes[n];
+                struct json_object *no = json_object_new_object(), *groups = json_object_new_array();
+
+                for (int g = 0; g < tn->ngroup; g++)
+                        json_object_array_add(groups, methods_group_json(d, tn->first_group + g));
+                jadd(no, "os", json_object_new_int(tn->os));
+                jadd(no, "memory_kib", json_object_new_int64((int64_t)tn->memory_kib));
+                jadd(no, "groups", groups);
+                json_object_array_add(nodes, no);
+        }
+        jadd(o, "description", jstr(d->topo->description));
+        jadd(o, "nodes", nodes);
+        *ret_result = o;
+        return 0;
+}
+
+/* ---- Plan ---------------------------------------------------------------------- */
+
+static int methods_param_int(struct json_object *params, const char *key, int64_t def, int64_t *ret) {
+        struct json_object *v;
+
+        if (!json_object_object_get_ex(params, key, &v)) {
+                *ret = def;
+                return 0;
+        }
+        if (!json_object_is_type(v, json_type_int))
+                return -EINVAL;
+        *ret = json_object_get_int64(v);
+        return *ret < 0 ? -EINVAL : 0;
+}
+
+static int methods_plan_policy(struct daemon *d, struct json_object *params, struct policy *ret,
+                               char **ret_error) {
+        static const char *const keys[] = { "cpu", "threads", "emulator", "iothreads", "numa", "hugepages" };
+        const char *name = methods_param_string(params, "name");
+        struct policy over;
+
+        conf_policy_for(d->conf, name ? name : "", NULL, ret);
+        policy_init_default(&over);
+        over.set = 0;
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                const char *v = methods_param_string(params, keys[i]);
+                if (v && policy_set(&over, keys[i], v) < 0) {
+                        *ret_error = xasprintf("invalid %s value '%s'", keys[i], v);
+                        return -EINVAL;
+                }
+        }
+        over.source = POLICY_SOURCE_METADATA;
+        if (over.set)
+                policy_merge(ret, &over);
+        return 0;
+}
+
+static int methods_plan_request(struct daemon *d, struct json_object *params, struct request *req,
+                                char **ret_error) {
+        int64_t vcpus, mem, io;
+
+        *req = (struct request){};
+        if (methods_param_int(params, "vcpus", 0, &vcpus) < 0 || vcpus <= 0 || vcpus > 4096 ||
+            methods_param_int(params, "memory_kib", 0, &mem) < 0 ||
+            methods_param_int(params, "iothread_count", 0, &io) < 0 || io > 256) {
+                *ret_error = xstrdup("Plan needs \"vcpus\" (1-4096), optional \"memory_kib\" and \"iothread_count\" (0-256)");
+                return -EINVAL;
+        }
+        req->vcpus = (int)vcpus;
+        req->memory_kib = (uint64_t)mem;
+        req->iothreads = (int)io;
+        return methods_plan_policy(d, params, &req->policy, ret_error);
+}
+
+/* What-if against a copy of the live allocations: nothing is committed. */
+static int methods_plan(void *userdata, struct json_object *params,
+                        struct json_object **ret_result, char **ret_error) {
+        struct daemon *d = userdata;
+        struct request req;
+        struct plan p = {};
+        char reason[PLACEMENT_REASON_MAX] = "";
+        struct alloc *a;
+        int r;
+
+        r = methods_plan_request(d, params, &req, ret_error);
+        if (r < 0)
+                return r;
+        a = alloc_dup(d->alloc);
+        r = placement_place(d->topo, a, &req, &p, reason);
+        if (r < 0) {
+                *ret_result = json_object_new_object();
+                jadd(*ret_result, "refused", jstr(reason[0] ? reason : strerror(-r)));
+        } else {
+                alloc_commit(a, d->topo, &p, d->next_id + 1);
+                *ret_result = render_domain_json(d->topo, a, &p, &req.policy, NULL);
+                if (p.note[0])
+                        jadd(*ret_result, "note", jstr(p.note));
+        }
+        plan_done(&p);
+        alloc_free(a);
+        return 0;
+}
+
+/* ---- Hugepages, Metrics -------------------------------------------------------- */
+
+static struct json_object *methods_hp_node_json(struct daemon *d, int n) {
+        static const unsigned long page_kib[TOPO_PAGE_SIZES] = { 2048, 1048576 };
+        struct json_object *o = json_object_new_object(), *pages = json_object_new_array();
+
+        for (int s = 0; s < TOPO_PAGE_SIZES; s++) {
+                struct json_object *pg = json_object_new_object();
+                jadd(pg, "page_kib", json_object_new_int64((int64_t)page_kib[s]));
+                jadd(pg, "total", json_object_new_int64((int64_t)d->topo->nodes[n].hp[s].total));
+                jadd(pg, "free", json_object_new_int64((int64_t)d->topo->nodes[n].hp[s].free));
+                jadd(pg, "reserved", json_object_new_int64((int64_t)d->alloc->hp_pages[n][s]));
+                json_object_array_add(pages, pg);
+        }
+        jadd(o, "node", json_object_new_int(d->topo->nodes[n].os));
+        jadd(o, "pages", pages);
+        return o;
+}
+
+static int methods_hugepages(void *userdata, struct json_object *params,
+                             struct json_object **ret_result, char **ret_error) {
+        struct daemon *d = userdata;
+        struct json_object *o = json_object_new_object(), *nodes = json_object_new_array();
+
+        topo_refresh_memory(d->topo, d->sysfs_root);
+        for (int n = 0; n < d->topo->nnode; n++)
+                json_object_array_add(nodes, methods_hp_node_json(d, n));
+        jadd(o, "nodes", nodes);
+        *ret_result = o;
+        return 0;
+}
+
+static char *methods_metrics_text(struct daemon *d) {
+        int c[_DOMAIN_STATE_MAX], dedicated = 0, reserved = 0;
+        _cleanup_bitmap_ hwloc_bitmap_t pool = placement_shared_pool(d->topo, d->alloc, -1);
+        _cleanup_free_ char *states = xstrdup("");
+
+        domains_count(d, c);
+        for (int pu = 0; pu < d->topo->npu; pu++) {
+                dedicated += d->alloc->pu_owner[pu] > 0;
+                reserved += d->alloc->pu_owner[pu] == ALLOC_RESERVED;
+        }
+        for (int s = 0; s < _DOMAIN_STATE_MAX; s++) {
+                char *next = xasprintf("%skvmtuned_domains{state=\"%s\"} %d\n", states,
+                                       domain_state_to_string(s), c[s]);
+                free(states);
+                states = next;
+        }
+        return xasprintf("# HELP kvmtuned_up Whether libvirt is connected.\n# TYPE kvmtuned_up gauge\n"
+                         "kvmtuned_libvirt_connected %d\n"
+                         "# HELP kvmtuned_uptime_seconds Daemon uptime.\n# TYPE kvmtuned_uptime_seconds counter\n"
+                         "kvmtuned_uptime_seconds %" PRIu64 "\n"
+                         "# HELP kvmtuned_domains Domains by state.\n# TYPE kvmtuned_domains gauge\n%s"
+                         "# HELP kvmtuned_cpus Host CPUs by pool.\n# TYPE kvmtuned_cpus gauge\n"
+                         "kvmtuned_cpus{pool=\"reserved\"} %d\nkvmtuned_cpus{pool=\"dedicated\"} %d\n"
+                         "kvmtuned_cpus{pool=\"shared\"} %d\n",
+                         d->connected, methods_uptime_sec(d), states, reserved, dedicated,
+                         hwloc_bitmap_weight(pool));
+}
+
+static int methods_metrics(void *userdata, struct json_object *params,
+                           struct json_object **ret_result, char **ret_error) {
+        _cleanup_free_ char *text = methods_metrics_text(userdata);
+
+        *ret_result = json_object_new_object();
+        jadd(*ret_result, "text", jstr(text));
+        return 0;
+}
+
+/* ---- Rebalance, Reload (privileged) -------------------------------------------- */
+
+static int methods_rebalance(void *userdata, struct json_object *params,
+                             struct json_object **ret_result, char **ret_error) {
+        struct daemon *d = userdata;
+        const char *name = methods_param_string(params, "name");
+        struct json_object *arr;
+        int r = domains_rebalance(d, name);
+
+        if (r == -ENOENT)
+                *ret_error = xasprintf("no running domain '%s' known to kvmtuned", name);
+        if (r == -ENOTCONN)
+                *ret_error = xstrdup("libvirt is not connected, retrying in the background");
+        if (r < 0)
+                return r;
+        domains_notify_status(d);
+        arr = json_object_new_array();
+        for (int i = 0; i < d->ndomain; i++) {
+                struct json_object *o;
+                if (name && !streq(d->domains[i]->name, name))
+                        continue;
+                o = json_object_new_object();
+                jadd(o, "name", jstr(d->domains[i]->name));
+                jadd(o, "state", jstr(domain_state_to_string(d->domains[i]->state)));
+                json_object_array_add(arr, o);
+        }
+        *ret_result = json_object_new_object();
+        jadd(*ret_result, "domains", arr);
+        return 0;
+}
+
+static void methods_add_changed(const char *name, void *ud) {
+        json_object_array_add(ud, json_object_new_string(name));
+}
+
+static int methods_reload(void *userdata, struct json_object *params,
+                          struct json_object **ret_result, char **ret_error) {
+        struct daemon *d = userdata;
+        struct json_object *changed = json_object_new_array();
+        char err[512] = "";
+        int r = daemon_reload(d, changed, err, sizeof err);
+
+        if (r < 0) {
+                json_object_put(changed);
+                *ret_error = xstrdup(err[0] ? err : strerror(-r));
+                return r;
+        }
+        *ret_result = json_object_new_object();
+        jadd(*ret_result, "changed", changed);
+        return 0;
+}
+
+/* Parses the configuration into a new struct and swaps it in only when valid;
+ * a change of reserved CPUs rebuilds the allocations and re-places everything. */
+int daemon_reload(struct daemon *d, struct json_object *changed, char *err, size_t errlen) {
+        struct conf *c = NULL;
+        hwloc_bitmap_t reserved = NULL;
+        int r;
+
+        r = conf_load(d->config_path, &c, err, errlen);
+        if (r < 0)
+                return log_error("Reload refused, keeping the running configuration: %s", err), r;
+        r = daemon_reserved(d, c, &reserved);
+        if (r < 0) {
+                snprintf(err, errlen, "%s: invalid [host] reserved_cpus", d->config_path);
+                conf_free(c);
+                return -EINVAL;
+        }
+        conf_free(d->conf);
+        d->conf = c;
+        if (!hwloc_bitmap_isequal(reserved, d->reserved)) {
+                log_info("Reserved CPUs changed, re-placing every domain");
+                daemon_rebuild_alloc(d, reserved);
+                domains_rebalance(d, NULL);
+        } else {
+                hwloc_bitmap_free(reserved);
+                domains_reevaluate(d, changed ? methods_add_changed : NULL, changed);
+        }
+        domains_notify_status(d);
+        log_info("Configuration reloaded from %s", d->config_path);
+        return 0;
+}
+
+static const struct ctl_method methods_table[] = {
+        { PROTO_METHOD_STATUS, false, methods_status },
+        { PROTO_METHOD_LIST, false, methods_list },
+        { PROTO_METHOD_SHOW, false, methods_show },
+        { PROTO_METHOD_TOPOLOGY, false, methods_topology },
+        { PROTO_METHOD_PLAN, false, methods_plan },
+        { PROTO_METHOD_HUGEPAGES, false, methods_hugepages },
+        { PROTO_METHOD_METRICS, false, methods_metrics },
+        { PROTO_METHOD_REBALANCE, true, methods_rebalance },
+        { PROTO_METHOD_RELOAD, true, methods_reload },
+};
+const struct ctl_method *const daemon_methods = methods_table;
+const int daemon_nmethods = ELEMENTSOF(methods_table);

@@ -1,0 +1,325 @@
+# Integration test helpers: sourced by tests/integration/test-*.sh.
+#
+# Runs as root against a real libvirtd + QEMU (TCG is enough). Starts virtlogd
+# and libvirtd when they are not running, defines small domains named
+# kvmtuned-test-*, starts kvmtuned from $BUILDDIR with a temporary config and
+# socket, and puts everything back in an EXIT trap, also on failure: domains it
+# defined are destroyed and undefined, daemons it started are stopped.
+#
+# Truth comes from /proc/PID/task/TID/status (Cpus_allowed_list), compared
+# with what `kvmtunectl show --json` reports.
+
+set -u
+
+BUILDDIR=${BUILDDIR:-$(pwd)}
+SRCDIR=${SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+URI=qemu:///system
+VIRSH="virsh -q -c $URI"
+T_TMP=$(mktemp -d /tmp/kvmtuned-it.XXXXXX)
+T_SOCK=$T_TMP/kvmtuned.sock
+T_CONF=$T_TMP/kvmtuned.conf
+T_LOG=$T_TMP/kvmtuned.log
+T_DOMAINS=""
+T_STARTED_LIBVIRTD=0
+T_STARTED_VIRTLOGD=0
+T_DAEMON_PID=""
+T_N=0
+T_FAILED=0
+
+# ---- TAP ---------------------------------------------------------------------
+
+ok() {          # ok COND_STATUS DESCRIPTION
+        T_N=$((T_N + 1))
+        if [ "$1" -eq 0 ]; then
+                echo "ok $T_N - $2"
+        else
+                echo "not ok $T_N - $2"
+                T_FAILED=$((T_FAILED + 1))
+        fi
+}
+
+is() {          # is GOT EXPECTED DESCRIPTION
+        if [ "$1" = "$2" ]; then
+                ok 0 "$3"
+        else
+                ok 1 "$3"
+                echo "#   got:      '$1'"
+                echo "#   expected: '$2'"
+        fi
+}
+
+diag() {
+        echo "# $*"
+}
+
+skip_all() {
+        echo "1..0 # SKIP $*"
+        exit 0
+}
+
+done_testing() {
+        echo "1..$T_N"
+        [ "$T_FAILED" -eq 0 ]
+        exit $?
+}
+
+# ---- preconditions -----------------------------------------------------------
+
+require_env() {
+        [ "$(id -u)" = 0 ] || skip_all "needs root (run: sudo make check-integration)"
+        command -v virsh >/dev/null || skip_all "virsh is not installed"
+        command -v jq >/dev/null || skip_all "jq is not installed"
+        [ -x /usr/sbin/libvirtd ] || skip_all "libvirtd is not installed"
+        command -v qemu-system-x86_64 >/dev/null || skip_all "qemu-system-x86_64 is not installed"
+        [ -x "$BUILDDIR/kvmtuned" ] || skip_all "$BUILDDIR/kvmtuned is not built"
+        [ -x "$BUILDDIR/kvmtunectl" ] || skip_all "$BUILDDIR/kvmtunectl is not built"
+}
+
+# ---- libvirtd ----------------------------------------------------------------
+
+libvirt_up() {
+        $VIRSH list >/dev/null 2>&1
+}
+
+wait_for() {    # wait_for SECONDS COMMAND...: polls every 0.2 s
+        local deadline=$(( $(date +%s) + $1 ))
+        shift
+        while ! "$@"; do
+                [ "$(date +%s)" -ge "$deadline" ] && return 1
+                sleep 0.2
+        done
+        return 0
+}
+
+start_libvirtd() {
+        if ! pgrep -x virtlogd >/dev/null; then
+                /usr/sbin/virtlogd -d && T_STARTED_VIRTLOGD=1
+        fi
+        if ! pgrep -x libvirtd >/dev/null; then
+                /usr/sbin/libvirtd -d && T_STARTED_LIBVIRTD=1
+        fi
+        wait_for 30 libvirt_up || { echo "Bail out! libvirtd does not answer"; exit 1; }
+}
+
+# Kills libvirtd (whoever started it) and starts a new one: the test restores a
+# running libvirtd, and stops it at exit only if none ran before the test.
+restart_libvirtd() {
+        local pid
+        pid=$(pgrep -x libvirtd | head -1)
+        [ -n "$pid" ] && kill "$pid"
+        wait_for 20 sh -c "! kill -0 $pid 2>/dev/null"
+        /usr/sbin/libvirtd -d
+        wait_for 30 libvirt_up
+}
+
+# ---- domains -----------------------------------------------------------------
+
+# domain_xml NAME VCPUS IOTHREADS [POLICY_ATTRIBUTES]
+domain_xml() {
+        local meta=""
+        if [ -n "${4:-}" ]; then
+                meta="<metadata><kvmtune:policy xmlns:kvmtune='urn:kvmtuned:tuning:1' $4/></metadata>"
+        fi
+        cat <<EOF
+<domain type='qemu'>
+  <name>$1</name>
+  <memory unit='MiB'>64</memory>
+  <vcpu>$2</vcpu>
+  <iothreads>$3</iothreads>
+  $meta
+  <os><type arch='x86_64' machine='pc'>hvm</type></os>
+  <on_poweroff>destroy</on_poweroff>
+  <devices>
+    <emulator>$(command -v qemu-system-x86_64)</emulator>
+    <graphics type='vnc' autoport='yes' listen='127.0.0.1'/>
+    <memballoon model='none'/>
+  </devices>
+</domain>
+EOF
+}
+
+# define_domain NAME VCPUS IOTHREADS [POLICY_ATTRIBUTES]
+define_domain() {
+        domain_xml "$@" > "$T_TMP/$1.xml"
+        T_DOMAINS="$T_DOMAINS $1"
+        $VIRSH define "$T_TMP/$1.xml" >/dev/null
+}
+
+start_domain() {
+        $VIRSH start "$1" >/dev/null
+}
+
+domain_pid() {
+        cat "/run/libvirt/qemu/$1.pid" 2>/dev/null
+}
+
+cleanup_domains() {
+        local d
+        for d in $T_DOMAINS; do
+                $VIRSH destroy "$d" >/dev/null 2>&1
+                $VIRSH undefine "$d" >/dev/null 2>&1
+        done
+}
+
+# ---- /proc truth -------------------------------------------------------------
+
+# Prints "KIND ID CPUS" per interesting thread of the domain's QEMU:
+# "vcpu 0 1", "iothread 1 0", "emulator 0 0" (the main thread).
+domain_threads() {
+        local pid tid comm cpus
+        pid=$(domain_pid "$1") || return 1
+        for tid in $(ls "/proc/$pid/task"); do
+                comm=$(cat "/proc/$pid/task/$tid/comm" 2>/dev/null) || continue
+                cpus=$(awk '/^Cpus_allowed_list:/ {print $2}' "/proc/$pid/task/$tid/status")
+                case "$comm" in
+                "CPU "*"/TCG"|"CPU "*"/KVM")
+                        echo "vcpu $(echo "$comm" | sed 's/^CPU \([0-9]*\)\/.*/\1/') $cpus" ;;
+                "IO iothread"*)
+                        echo "iothread ${comm#IO iothread} $cpus" ;;
+                *)
+                        [ "$tid" = "$pid" ] && echo "emulator 0 $cpus" ;;
+                esac
+        done | sort
+}
+
+# Expands "0-2,5" to "0 1 2 5".
+cpu_list_expand() {
+        echo "$1" | tr ',' '\n' | while IFS=- read -r a b; do
+                [ -z "$a" ] && continue
+                seq "$a" "${b:-$a}"
+        done | tr '\n' ' ' | sed 's/ $//'
+}
+
+# Normalises "0 1 2 5" back to a canonical "0-2,5".
+cpu_list_canon() {
+        echo "$1" | tr ' ' '\n' | sort -n | uniq | awk '
+                NF { if (start == "") { start = $1; prev = $1; next }
+                     if ($1 == prev + 1) { prev = $1; next }
+                     out = out sep (start == prev ? start : start "-" prev); sep = ","
+                     start = $1; prev = $1 }
+                END { if (start != "") out = out sep (start == prev ? start : start "-" prev); print out }'
+}
+
+# ---- kvmtuned ----------------------------------------------------------------
+
+write_config() {        # write_config [EXTRA_SECTIONS]: reserved_cpus empty (tiny host)
+        {
+                echo "[libvirt]"
+                echo "uri = $URI"
+                echo "[host]"
+                echo "reserved_cpus ="
+                echo "[defaults]"
+                echo "cpu = shared"
+                printf '%s\n' "${1:-}"
+        } > "$T_CONF"
+}
+
+ctl() {
+        "$BUILDDIR/kvmtunectl" --socket "$T_SOCK" "$@"
+}
+
+daemon_up() {
+        ctl --json status >/dev/null 2>&1
+}
+
+start_daemon() {
+        "$BUILDDIR/kvmtuned" --config "$T_CONF" --socket "$T_SOCK" --connect "$URI" --debug \
+                >>"$T_LOG" 2>&1 &
+        T_DAEMON_PID=$!
+        wait_for 20 daemon_up || { diag "kvmtuned did not come up:"; sed 's/^/#   /' "$T_LOG"; return 1; }
+}
+
+stop_daemon() {
+        [ -n "$T_DAEMON_PID" ] || return 0
+        kill -TERM "$T_DAEMON_PID" 2>/dev/null
+        wait "$T_DAEMON_PID" 2>/dev/null
+        local rc=$?
+        T_DAEMON_PID=""
+        return $rc
+}
+
+show() {                # show NAME [JQ_FILTER]
+        ctl --json show "$1" 2>/dev/null | jq -r "${2:-.}"
+}
+
+domain_state() {
+        show "$1" .state 2>/dev/null
+}
+
+# wait_state NAME STATE [SECONDS]
+wait_state() {
+        wait_for "${3:-20}" sh -c "[ \"\$('$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$1' 2>/dev/null | jq -r .state)\" = '$2' ]"
+}
+
+# What the daemon reports, in the domain_threads format.
+reported_threads() {
+        ctl --json show "$1" | jq -r '
+                (.vcpus[] | "vcpu \(.vcpu) \(.cpus | map(tostring) | join(" "))"),
+                (.iothreads[] | "iothread \(.id) \(.cpus | map(tostring) | join(" "))"),
+                "emulator 0 \(.emulator.cpus | map(tostring) | join(" "))"' |
+        while read -r kind id cpus; do
+                echo "$kind $id $(cpu_list_canon "$cpus")"
+        done | sort
+}
+
+# Every vCPU, emulator and iothread thread has the affinity the daemon reports.
+check_affinity() {      # check_affinity NAME
+        local got want
+        got=$(domain_threads "$1")
+        want=$(reported_threads "$1")
+        is "$got" "$want" "$1: /proc affinity of every vCPU, emulator and iothread matches kvmtunectl show"
+}
+
+cpus_contain() {         # cpus_contain LIST CPU
+        case " $(cpu_list_expand "$1") " in
+        *" $2 "*) return 0 ;;
+        esac
+        return 1
+}
+
+# The PUs tuned domains' vCPUs hold are exclusive: no thread of another
+# domain in the list is allowed on them.
+check_exclusive() {     # check_exclusive DOMAIN...
+        local d o cpu held kind id cpus bad=0
+        for d in "$@"; do
+                [ "$(domain_state "$d")" = tuned ] || continue
+                held=$(show "$d" '[.vcpus[].cpus[]] | map(tostring) | join(" ")')
+                for o in "$@"; do
+                        [ "$o" = "$d" ] && continue
+                        while read -r kind id cpus; do
+                                for cpu in $held; do
+                                        if cpus_contain "$cpus" "$cpu"; then
+                                                diag "CPU $cpu of $d is allowed for $o $kind $id ($cpus)"
+                                                bad=1
+                                        fi
+                                done
+                        done <<EOF
+$(domain_threads "$o")
+EOF
+                done
+        done
+        ok $bad "dedicated PUs are used by nothing else of any domain ($*)"
+}
+
+# ---- cleanup -----------------------------------------------------------------
+
+t_cleanup() {
+        stop_daemon
+        cleanup_domains
+        if [ "$T_STARTED_LIBVIRTD" = 1 ]; then
+                pkill_pid=$(pgrep -x libvirtd | head -1)
+                [ -n "$pkill_pid" ] && kill "$pkill_pid"
+        fi
+        if [ "$T_STARTED_VIRTLOGD" = 1 ]; then
+                pkill_pid=$(pgrep -x virtlogd | head -1)
+                [ -n "$pkill_pid" ] && kill "$pkill_pid"
+        fi
+        if [ "$T_FAILED" -gt 0 ] && [ -f "$T_LOG" ]; then
+                diag "kvmtuned log:"
+                sed 's/^/#   /' "$T_LOG"
+        fi
+        rm -rf "$T_TMP"
+}
+
+trap t_cleanup EXIT
+trap 'exit 130' INT TERM
