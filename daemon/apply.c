@@ -256,7 +256,8 @@ int apply_numa(struct daemon *d, virDomainPtr dom, const struct domain *dm,
         _cleanup_free_ char *mems = NULL, *dir = NULL;
         int r;
 
-        if (!p->mems || p->numa == POLICY_NUMA_NONE)
+        /* One node: memory has nowhere else to be (strict still binds the cgroup). */
+        if (!p->mems || p->numa == POLICY_NUMA_NONE || (d->topo->nnode < 2 && p->numa != POLICY_NUMA_STRICT))
                 return 0;
         hwloc_bitmap_list_asprintf(&mems, p->mems);
         if (apply_numa_libvirt(dom, mems) == 0) {

@@ -37,6 +37,7 @@ struct ctl_server {
         char *path;                     /* unlinked at free when not NULL */
         int fd;
         sd_event_source *listen_io;
+        sd_event_source *accept_retry;  /* after EMFILE */
         const struct ctl_method *methods;
         size_t n_methods;
         void *userdata;
@@ -161,6 +162,7 @@ static bool conn_process(struct ctl_conn *c) {
                 return false;
         conn_set_reply(c, conn_dispatch(c, line, len));
         proto_buf_consume(&c->in, len + 1);
+        conn_touch(c);
         return true;
 }
 
@@ -191,12 +193,12 @@ static int conn_read(struct ctl_conn *c) {
 
         if (k < 0)
                 return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+        /* Bytes alone do not reset the idle timer: a request trickled in a byte
+         * at a time must still be complete within the timeout. */
         if (k == 0)
                 c->eof = true;
-        else {
+        else
                 proto_buf_append(&c->in, buf, (size_t) k);
-                conn_touch(c);
-        }
         return 0;
 }
 
@@ -290,6 +292,26 @@ static void refuse_busy(int fd, unsigned max) {
         close(fd);
 }
 
+static int server_on_accept_retry(sd_event_source *src, uint64_t usec, void *userdata) {
+        struct ctl_server *s = userdata;
+
+        sd_event_source_set_enabled(s->listen_io, SD_EVENT_ON);
+        return 0;
+}
+
+/* Out of file descriptors: stop accepting (the listening socket would wake us
+ * in a loop) until a client leaves or a second has passed. */
+static void server_pause_accept(struct ctl_server *s, int err) {
+        log_warning("ctl: cannot accept a client: %s, pausing for a second", strerror(err));
+        sd_event_source_set_enabled(s->listen_io, SD_EVENT_OFF);
+        if (s->accept_retry)
+                sd_event_source_set_time(s->accept_retry, server_now(s) + 1000000);
+        else
+                sd_event_add_time(s->event, &s->accept_retry, CLOCK_MONOTONIC,
+                                  server_now(s) + 1000000, 0, server_on_accept_retry, s);
+        sd_event_source_set_enabled(s->accept_retry, SD_EVENT_ONESHOT);
+}
+
 static int server_on_accept(sd_event_source *src, int lfd, uint32_t revents, void *userdata) {
         struct ctl_server *s = userdata;
 
@@ -297,9 +319,7 @@ static int server_on_accept(sd_event_source *src, int lfd, uint32_t revents, voi
                 int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
                 if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
-                        log_warning("ctl: cannot accept a client: %s, pausing until one leaves",
-                                    strerror(errno));
-                        sd_event_source_set_enabled(src, SD_EVENT_OFF);
+                        server_pause_accept(s, errno);
                         return 0;
                 }
                 if (fd < 0)
@@ -384,8 +404,12 @@ static int adopt_listen_fd(int fd) {
 int ctl_server_new(sd_event *e, const char *path, int listen_fd,
                    const struct ctl_method *methods, size_t n_methods,
                    void *userdata, struct ctl_server **ret) {
-        _cleanup_(ctl_server_freep) struct ctl_server *s = xcalloc(1, sizeof(*s));
+        _cleanup_(ctl_server_freep) struct ctl_server *s = NULL;
         int r;
+
+        if (!e || (!path && listen_fd < 0) || (n_methods > 0 && !methods))
+                return -EINVAL;
+        s = xcalloc(1, sizeof(*s));
 
         s->event = sd_event_ref(e);
         s->fd = -1;
@@ -416,6 +440,7 @@ struct ctl_server *ctl_server_free(struct ctl_server *s) {
                 return NULL;
         sd_event_source_disable_unref(s->listen_io);
         s->listen_io = NULL;
+        sd_event_source_disable_unref(s->accept_retry);
         while (s->conns)
                 conn_free(s->conns);
         if (s->fd >= 0)

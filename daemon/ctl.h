@@ -4,7 +4,9 @@
  *
  * Never blocks the daemon: every socket is nonblocking, each connection has its
  * own buffers, a reply the client does not read yet waits for EPOLLOUT, and a
- * connection idle for longer than the idle timeout (default 10 s) is closed.
+ * connection that neither completes a request nor takes reply bytes for longer
+ * than the idle timeout (default 10 s) is closed: a request trickled in a byte
+ * at a time must still arrive whole within it.
  * Connections beyond the cap (default 32) get an error reply and are closed.
  *
  * Authorisation: the peer's uid is taken with SO_PEERCRED at accept. Anyone the

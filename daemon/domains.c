@@ -528,8 +528,8 @@ void domains_release(struct daemon *d, const char *uuid, bool forget) {
         domain_remove(d, dm);
         if (!held)
                 return;
-        domains_follow_pool(d);
         domains_retry_unplaced(d);
+        domains_follow_pool(d);
 }
 
 static void domain_follow(struct daemon *d, struct domain *dm) {

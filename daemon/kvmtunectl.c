@@ -153,10 +153,20 @@ static char *vcpus_format(struct json_object *vcpus) {
         return runs_format(v, n);
 }
 
+/* "16G" when exact, else one decimal in the largest unit: "45.7G". */
 static char *size_format(long long kib) {
+        static const char units[] = "kMGT";
+        double v = (double) kib;
+        unsigned i = 0;
         char buf[32];
 
-        return xstrdup(format_size_kib(kib < 0 ? 0 : (unsigned long long) kib, buf, sizeof(buf)));
+        if (kib <= 0 || kib % 1024 == 0 || kib < 1024)
+                return xstrdup(format_size_kib(kib < 0 ? 0 : (unsigned long long) kib, buf, sizeof(buf)));
+        while (i < 3 && v >= 1024) {
+                v /= 1024;
+                i++;
+        }
+        return xasprintf("%.1f%c", v, units[i]);
 }
 
 static void kv(FILE *f, const char *key, const char *value) {
@@ -346,7 +356,7 @@ static void topo_add_core(struct table *tb, const char *l3, int core, struct jso
         proto_buf_append(&b, "", 1);
         table_add_row(tb, "", "", l3, NULL);
         table_add_cellf(tb, "%d", core);
-        table_add_cell(tb, b.data + 1);
+        table_add_cell(tb, b.len > 1 ? b.data + 1 : "-");     /* skip the leading blank */
         proto_buf_done(&b);
 }
 
@@ -368,7 +378,8 @@ static int render_topology(struct json_object *r, FILE *f) {
         for (size_t n = 0; n < jlen(nodes); n++) {
                 struct json_object *node = jidx(nodes, n), *groups = jget(node, "groups");
                 _cleanup_free_ char *name = xasprintf("%lld", jint(node, "os"));
-                _cleanup_free_ char *mem = size_format(jint(node, "memory_kib"));
+                _cleanup_free_ char *mem = jint(node, "memory_kib") > 0
+                        ? size_format(jint(node, "memory_kib")) : xstrdup("-");
 
                 table_add_row(tb, name, mem, NULL);
                 for (size_t g = 0; g < jlen(groups); g++)
@@ -428,7 +439,7 @@ static int render_reload(struct json_object *r, FILE *f) {
         fprintf(f, "configuration reloaded");
         for (size_t i = 0; i < jlen(changed); i++)
                 fprintf(f, "%s%s", i ? ", " : "; policy changed for ",
-                        json_object_get_string(jidx(changed, i)));
+                        json_object_get_string(jidx(changed, i)) ?: "?");
         fputc('\n', f);
         return 0;
 }

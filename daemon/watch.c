@@ -36,7 +36,14 @@ static void watch_domain_uuid(virDomainPtr dom, char uuid[VIR_UUID_STRING_BUFLEN
                 uuid[0] = '\0';
 }
 
-static void watch_on_started(struct daemon *d, virDomainPtr dom) {
+/* A start brings RESUMED and STARTED; the first one places the domain. A
+ * restore or an incoming migration re-places it even when it is known. */
+static void watch_on_started(struct daemon *d, virDomainPtr dom, bool force) {
+        char uuid[VIR_UUID_STRING_BUFLEN];
+
+        watch_domain_uuid(dom, uuid);
+        if (!force && domains_find_uuid(d, uuid))
+                return;
         domains_update(d, dom, false);
         domains_notify_status(d);
 }
@@ -56,8 +63,10 @@ static int watch_on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, i
         log_debug("libvirt event %d/%d for %s", event, detail, virDomainGetName(dom));
         switch (event) {
         case VIR_DOMAIN_EVENT_STARTED:           /* booted, restored, migrated in */
+                watch_on_started(d, dom, detail != VIR_DOMAIN_EVENT_STARTED_BOOTED);
+                break;
         case VIR_DOMAIN_EVENT_RESUMED:           /* also the end of an incoming migration */
-                watch_on_started(d, dom);
+                watch_on_started(d, dom, detail == VIR_DOMAIN_EVENT_RESUMED_MIGRATED);
                 break;
         case VIR_DOMAIN_EVENT_STOPPED:           /* shutdown, destroyed, crashed, migrated out */
                 watch_on_gone(d, dom, false);

@@ -213,24 +213,26 @@ static xmlDoc *read_quietly(const char *xml, int len) {
         return doc;
 }
 
+static int parse_error(char *err, size_t errlen) {
+        const xmlError *e = xmlGetLastError();
+        const char *msg = e && e->message ? e->message : "parse error";
+        int n = (int) strlen(msg);
+
+        while (n > 0 && msg[n - 1] == '\n')
+                n--;
+        return fail(err, errlen, "not well-formed XML: line %d: %.*s", e ? e->line : 0, n, msg);
+}
+
 static xmlDoc *read_xml(const char *xml, size_t len, char *err, size_t errlen) {
         xmlDoc *doc;
-        const xmlError *e;
 
         if (!xml || len == 0)
                 return fail(err, errlen, "empty document"), NULL;
-        if (len > DOMXML_MAX_SIZE || len > INT32_MAX)
+        if (len > DOMXML_MAX_SIZE)
                 return fail(err, errlen, "document too large (%zu bytes, limit %u)", len, DOMXML_MAX_SIZE), NULL;
         xmlResetLastError();
-        doc = read_quietly(xml, (int) len);
-        if (!doc) {
-                e = xmlGetLastError();
-                fail(err, errlen, "not well-formed XML: line %d: %s", e ? e->line : 0,
-                     e && e->message ? e->message : "parse error");
-                if (err && errlen && strlen(err) && err[strlen(err) - 1] == '\n')
-                        err[strlen(err) - 1] = '\0';
-                return NULL;
-        }
+        if (!(doc = read_quietly(xml, (int) len)))
+                return parse_error(err, errlen), NULL;
         if (doc->intSubset || doc->extSubset) {  /* libvirt never writes a DTD; entities are an attack */
                 xmlFreeDoc(doc);
                 return fail(err, errlen, "document type declarations are not allowed"), NULL;

@@ -440,20 +440,30 @@ static bool is_pci_node(const struct request *req, int node) {
         return false;
 }
 
-/* Other CPU nodes sorted by distance from 'home' (ties: lower index). */
-static int nodes_by_distance(const struct topo *t, int home, int *ret) {
+/* How a home node ranks the other nodes when growing a set. */
+enum grow_order { GROW_NEAREST, GROW_MOST_CPU, GROW_MOST_MEMORY, _GROW_MAX };
+
+static bool node_before(const struct ctx *c, int home, enum grow_order how, int a, int b) {
+        unsigned da = topo_distance(c->t, home, a), db = topo_distance(c->t, home, b);
+        int ua = units(c->need.mode, &c->ncap[a]), ub = units(c->need.mode, &c->ncap[b]);
+
+        if (how == GROW_MOST_CPU && ua != ub)
+                return ua > ub;
+        if (how == GROW_MOST_MEMORY && c->ncap[a].mem != c->ncap[b].mem)
+                return c->ncap[a].mem > c->ncap[b].mem;
+        return da < db;                 /* stable: ties keep the lower index first */
+}
+
+/* The other CPU nodes in 'how' order (insertion sort: nnode is small). */
+static int nodes_ordered(const struct ctx *c, int home, enum grow_order how, int *ret) {
         int n = 0;
 
-        for (int j = 0; j < t->nnode; j++) {
-                int i = n++;
-                if (j == home || t->nodes[j].npu == 0) {
-                        n--;
+        for (int j = 0; j < c->t->nnode; j++) {
+                int i;
+                if (j == home || c->t->nodes[j].npu == 0)
                         continue;
-                }
-                while (i > 0 && topo_distance(t, home, ret[i - 1]) > topo_distance(t, home, j)) {
+                for (i = n++; i > 0 && node_before(c, home, how, j, ret[i - 1]); i--)
                         ret[i] = ret[i - 1];
-                        i--;
-                }
                 ret[i] = j;
         }
         return n;
@@ -471,9 +481,9 @@ static bool node_helps(const struct ctx *c, int node, int room, uint64_t mem) {
         return (room < c->need.v && units(c->need.mode, cap) > 0) || (mem < c->need.m && cap->mem > 0);
 }
 
-/* Grows a set from 'home' with the closest nodes that add something needed.
+/* Grows a set from 'home' with the next nodes (in 'how' order) that add something needed.
  * Returns false when even all nodes do not hold the domain. */
-static bool grow_from(const struct ctx *c, int home, int *order, struct nodeset *ret) {
+static bool grow_from(const struct ctx *c, int home, enum grow_order how, int *order, struct nodeset *ret) {
         int room = node_vcpu_room(&c->need, &c->ncap[home], c->need.e), n;
         uint64_t mem = c->ncap[home].mem;
 
@@ -482,7 +492,7 @@ static bool grow_from(const struct ctx *c, int home, int *order, struct nodeset 
         ret->n = 1;
         ret->nodes[0] = home;
         ret->cost = 0;
-        n = nodes_by_distance(c->t, home, order);
+        n = nodes_ordered(c, home, how, order);
         for (int i = 0; i < n && (room < c->need.v || mem < c->need.m) && ret->n < 64; i++) {
                 if (!node_helps(c, order[i], room, mem))
                         continue;
@@ -509,13 +519,16 @@ static bool choose_split(const struct ctx *c, struct nodeset *ret) {
         struct nodeset cur = { 0 };
         bool found = false;
 
-        for (int home = 0; home < c->t->nnode; home++) {
-                if (!grow_from(c, home, order, &cur))
-                        continue;
-                if (!found || set_better(c, &cur, ret))
-                        *ret = cur;
-                found = true;
-        }
+        /* Nearest-first usually gives the fewest nodes; most-CPU or most-memory
+         * first wins when the near nodes are nearly full. */
+        for (int home = 0; home < c->t->nnode; home++)
+                for (enum grow_order how = 0; how < _GROW_MAX; how++) {
+                        if (!grow_from(c, home, how, order, &cur))
+                                continue;
+                        if (!found || set_better(c, &cur, ret))
+                                *ret = cur;
+                        found = true;
+                }
         return found;
 }
 
@@ -834,7 +847,7 @@ static struct need need_of(const struct topo *t, const struct request *req) {
         };
 
         n.mem = req->memory_kib > 0 && req->policy.numa != POLICY_NUMA_NONE;
-        n.m = n.mem ? (req->memory_kib + n.page_kib - 1) / n.page_kib : 0;
+        n.m = n.mem ? req->memory_kib / n.page_kib + (req->memory_kib % n.page_kib != 0) : 0;
         return n;
 }
 
@@ -842,6 +855,8 @@ static int check_request(const struct topo *t, const struct alloc *a, const stru
                          char reason[PLACEMENT_REASON_MAX]) {
         const struct policy *pol = &req->policy;
 
+        if (t->npu < 1 || t->nnode < 1)
+                return refuse(reason, EINVAL, "host model has no CPUs or no NUMA node");
         if (!alloc_matches(a, t))
                 return refuse(reason, EINVAL, "allocations do not match the host model");
         if ((unsigned)pol->cpu >= _POLICY_CPU_MAX || (unsigned)pol->threads >= _POLICY_THREADS_MAX ||
@@ -862,9 +877,12 @@ static int check_request(const struct topo *t, const struct alloc *a, const stru
         return 0;
 }
 
-static const char *what_units(enum mode mode) {
-        return mode == MODE_ISOLATE ? "whole cores (threads=isolate)" :
-               mode == MODE_REQUIRE ? "PUs on whole SMT cores (threads=require)" : "PUs";
+static const char *what_units(enum mode mode, int n) {
+        if (mode == MODE_ISOLATE)
+                return n == 1 ? "whole core (threads=isolate)" : "whole cores (threads=isolate)";
+        if (mode == MODE_REQUIRE)
+                return n == 1 ? "PU on whole SMT cores (threads=require)" : "PUs on whole SMT cores (threads=require)";
+        return n == 1 ? "PU" : "PUs";
 }
 
 static const char *what_extras(const struct request *req) {
@@ -890,14 +908,15 @@ static int cpu_total(const struct ctx *c, int *ret_most, int *ret_node) {
         return total;
 }
 
-static int refuse_cpu(const struct ctx *c, char reason[PLACEMENT_REASON_MAX]) {
+/* where: "" or " on one node" (the extras must sit with the vCPUs). */
+static int refuse_cpu(const struct ctx *c, const char *where, char reason[PLACEMENT_REASON_MAX]) {
         int most, node, total = cpu_total(c, &most, &node);
 
         reason[0] = '\0';
-        say(reason, "needs %d %s", c->need.v, what_units(c->need.mode));
+        say(reason, "needs %d %s", c->need.v, what_units(c->need.mode, c->need.v));
         if (c->need.e > 0)
                 say(reason, " plus %d for %s", c->need.e, what_extras(c->req));
-        say(reason, "; most free on a node is %d (node %u), %d free in total", most,
+        say(reason, "%s; most free on a node is %d (node %u), %d free in total", where, most,
             c->t->nodes[node].os, total);
         return -ENOSPC;
 }
@@ -929,6 +948,13 @@ static bool require_impossible(const struct ctx *c) {
         return c->need.mode == MODE_REQUIRE && c->t->smt < 2;
 }
 
+static bool some_home(const struct ctx *c) {
+        for (int n = 0; n < c->t->nnode; n++)
+                if (c->t->nodes[n].npu > 0 && node_vcpu_room(&c->need, &c->ncap[n], c->need.e) >= 1)
+                        return true;
+        return false;
+}
+
 static int explain_refusal(const struct ctx *c, char reason[PLACEMENT_REASON_MAX]) {
         int most, node, any = 0;
         uint64_t mem = 0;
@@ -942,12 +968,13 @@ static int explain_refusal(const struct ctx *c, char reason[PLACEMENT_REASON_MAX
         }
         if (cpu_total(c, &most, &node) < c->need.v + (c->need.mode == MODE_REQUIRE ? 0 : c->need.e) ||
             any < c->need.v + c->need.e)
-                return refuse_cpu(c, reason);
+                return refuse_cpu(c, "", reason);
         if (mem < c->need.m)
                 return refuse_memory(c, reason);
-        return refuse(reason, ENOSPC, "no set of NUMA nodes holds %d vCPUs, %d extra for %s and the memory "
-                      "together; free memory and CPUs are on different nodes", c->need.v, c->need.e,
-                      what_extras(c->req));
+        if (!some_home(c))              /* the extras and one vCPU or more fit on no node */
+                return refuse_cpu(c, " on one node", reason);
+        return refuse(reason, ENOSPC, "no set of up to 64 NUMA nodes holds %d vCPUs and the memory",
+                      c->need.v);
 }
 
 static int pool_left(const struct ctx *c) {

@@ -17,7 +17,6 @@
 static inline void json_putp(struct json_object **o) { json_object_put(*o); }
 static inline void workload_freep(struct workload **w) { workload_free(*w); }
 static inline void topo_freep(struct topo **t) { topo_free(*t); }
-static inline void alloc_freep(struct alloc **a) { alloc_free(*a); }
 static inline void bitmap_freep(hwloc_bitmap_t *b) { if (*b) hwloc_bitmap_free(*b); }
 static inline void table_freep(struct table **tb) { table_free(*tb); }
 #define _cleanup_json_ _cleanup_(json_putp)
@@ -293,13 +292,20 @@ int workload_load(const char *path, struct workload **ret, char *err, size_t err
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         _cleanup_free_ char *buf = NULL;
         size_t n;
+        int e = errno;
 
-        if (!f)
-                return fail(err, errlen, "cannot open: %s", strerror(errno)), -errno;
+        if (!f) {
+                fail(err, errlen, "cannot open: %s", strerror(e));
+                return -e;
+        }
         buf = xmalloc(WORKLOAD_MAX_SIZE + 1);
+        errno = 0;
         n = fread(buf, 1, WORKLOAD_MAX_SIZE + 1, f);
-        if (ferror(f))
-                return fail(err, errlen, "cannot read: %s", strerror(EIO)), -EIO;
+        if (ferror(f)) {
+                e = errno ?: EIO;       /* EISDIR for a directory */
+                fail(err, errlen, "cannot read: %s", strerror(e));
+                return -e;
+        }
         return workload_parse(buf, n, ret, err, errlen);
 }
 
@@ -610,7 +616,8 @@ static int plan_run(const struct topo *t, const struct workload *w, bool json, F
         }
         if (json)
                 fprintf(out, "%s\n", json_object_to_json_string_ext(report, JSON_C_TO_STRING_PRETTY |
-                                                                            JSON_C_TO_STRING_SPACED));
+                                                                            JSON_C_TO_STRING_SPACED |
+                                                                            JSON_C_TO_STRING_NOSLASHESCAPE));
         else
                 workload_print_human(report, out);
         return 0;

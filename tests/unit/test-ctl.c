@@ -3,9 +3,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -72,10 +74,28 @@ struct server_opts {
         uid_t priv_uid;
         unsigned max_conns;
         uint64_t idle_usec;
+        int spare_fds;                  /* > 0: RLIMIT_NOFILE just above what is open */
 };
 
 static int on_term(sd_event_source *s, const struct signalfd_siginfo *si, void *u) {
         return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+static int on_nothing(sd_event_source *s, uint64_t usec, void *u) {
+        return 0;
+}
+
+/* Leave the child only 'spare' more file descriptors than it has open now. */
+static void limit_fds(sd_event *e, int spare) {
+        struct rlimit rl;
+        int fd;
+
+        /* sd-event opens its monotonic timerfd on the first timer: do it now. */
+        sd_event_add_time(e, NULL, CLOCK_MONOTONIC, UINT64_MAX, 0, on_nothing, NULL);
+        fd = dup(0);
+        close(fd);
+        rl.rlim_cur = rl.rlim_max = (rlim_t) (fd + spare);
+        setrlimit(RLIMIT_NOFILE, &rl);
 }
 
 static void child_run(const struct server_opts *o, int ready_fd) {
@@ -97,6 +117,8 @@ static void child_run(const struct server_opts *o, int ready_fd) {
         ctl_server_set_privileged_uid(child_server, o->priv_uid);
         ctl_server_set_max_connections(child_server, o->max_conns);
         ctl_server_set_idle_timeout(child_server, o->idle_usec);
+        if (o->spare_fds > 0)
+                limit_fds(e, o->spare_fds);
         r = sd_event_loop(e);
         ctl_server_free(child_server);
         sd_event_unref(e);
@@ -316,9 +338,21 @@ static void test_too_many(const char *path) {
                 close(fds[i]);
 }
 
+/* Send a byte every 50 ms; true when the server hangs up before n bytes. */
+static bool trickle(int fd, int n) {
+        for (int i = 0; i < n; i++) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+
+                if (poll(&p, 1, 50) > 0 || send(fd, "{", 1, MSG_NOSIGNAL) != 1)
+                        return true;
+        }
+        return false;
+}
+
 static void test_idle(void) {
         _cleanup_free_ char *path = sock_path("idle.sock"), *all = NULL;
-        struct server_opts o = { path, -1, 0, 32, 300000 };
+        struct server_opts o = { .path = path, .listen_fd = -1, .priv_uid = 0,
+                                   .max_conns = 32, .idle_usec = 300000 };
         pid_t pid = server_start(&o);
         int fd = proto_connect(path);
         int64_t t0 = now_ms();
@@ -326,12 +360,45 @@ static void test_idle(void) {
         ok(read_to_eof(fd, 5000, &all) == 0, "idle connection closed by the server");
         ok(now_ms() - t0 >= 250, "after the idle timeout (%lld ms)", (long long) (now_ms() - t0));
         close(fd);
+
+        fd = proto_connect(path);
+        t0 = now_ms();
+        ok(trickle(fd, 40), "a request trickled in byte by byte is cut off");
+        ok(now_ms() - t0 < 1500, "at the idle timeout, not after the last byte (%lld ms)",
+           (long long) (now_ms() - t0));
+        close(fd);
         server_stop(pid);
+}
+
+static void test_out_of_fds(void) {
+        _cleanup_free_ char *path = sock_path("nofile.sock"), *all = NULL;
+        struct server_opts o = { .path = path, .listen_fd = -1, .priv_uid = 0,
+                                   .max_conns = 32, .idle_usec = 10000000, .spare_fds = 2 };
+        struct proto_reply rep = { 0 };
+        int fds[8], n = 0, r = 0;
+        pid_t pid = server_start(&o);
+
+        while (n < (int) ELEMENTSOF(fds)) {
+                fds[n] = proto_connect(path);
+                r = proto_call(fds[n++], "test.Echo", NULL, 300, &rep);
+                proto_reply_done(&rep);
+                if (r < 0)
+                        break;
+        }
+        is_int(r, -ETIMEDOUT, "out of fds: a client waits in the backlog (after %d)", n - 1);
+        close(fds[0]);
+        shutdown(fds[n - 1], SHUT_WR);
+        ok(read_to_eof(fds[n - 1], 3000, &all) > 0 && strstr(all, "\"result\""),
+           "it is served once a descriptor is free again");
+        for (int i = 1; i < n; i++)
+                close(fds[i]);
+        is_int(server_stop(pid), 0, "server survived running out of descriptors");
 }
 
 static void test_permissions(void) {
         _cleanup_free_ char *path = sock_path("priv.sock"), *denied = NULL, *allowed = NULL;
-        struct server_opts o = { path, -1, getuid() + 1, 32, 10000000 };
+        struct server_opts o = { .path = path, .listen_fd = -1, .priv_uid = getuid() + 1,
+                                   .max_conns = 32, .idle_usec = 10000000 };
         pid_t pid;
 
         pid = server_start(&o);
@@ -352,7 +419,8 @@ static void test_permissions(void) {
 
 static void test_socket_file(void) {
         _cleanup_free_ char *dir = sock_path("run/kvmtuned"), *path = NULL, *code = NULL;
-        struct server_opts o = { NULL, -1, 0, 32, 10000000 };
+        struct server_opts o = { .path = NULL, .listen_fd = -1, .priv_uid = 0,
+                                   .max_conns = 32, .idle_usec = 10000000 };
         struct ctl_server *s = NULL;
         sd_event *e = NULL;
         struct stat st;
@@ -395,7 +463,8 @@ static void test_socket_file(void) {
 static void test_activation(void) {
         _cleanup_free_ char *path = sock_path("activated.sock"), *code = NULL;
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        struct server_opts o = { NULL, -1, 0, 32, 10000000 };
+        struct server_opts o = { .path = NULL, .listen_fd = -1, .priv_uid = 0,
+                                   .max_conns = 32, .idle_usec = 10000000 };
         pid_t pid;
 
         o.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -413,7 +482,8 @@ static void test_activation(void) {
 
 static void test_served(void) {
         _cleanup_free_ char *path = sock_path("kvmtuned.sock");
-        struct server_opts o = { path, -1, 0, 4, 10000000 };
+        struct server_opts o = { .path = path, .listen_fd = -1, .priv_uid = 0,
+                                   .max_conns = 4, .idle_usec = 10000000 };
         pid_t pid = server_start(&o);
 
         if (!ok(pid > 0, "server started on %s", path))
@@ -436,6 +506,7 @@ int main(void) {
         test_socket_file();
         test_activation();
         test_idle();
+        test_out_of_fds();
         cleanup_tmpdir();
         return tap_done();
 }

@@ -139,7 +139,8 @@ static bool node_can_hold(const struct topo *t, const struct alloc *a, int n, co
                 return false;
         if (!q->memory_kib || q->policy.numa == POLICY_NUMA_NONE)
                 return true;
-        return node_free_mem(t, a, n, q->policy.page) >= (q->memory_kib + page_kib(q->policy.page) - 1) / page_kib(q->policy.page);
+        return node_free_mem(t, a, n, q->policy.page) >=
+               q->memory_kib / page_kib(q->policy.page) + (q->memory_kib % page_kib(q->policy.page) != 0);
 }
 
 /* --- checks ---------------------------------------------------------------- */

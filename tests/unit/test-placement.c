@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "kvmtune/placement.h"
@@ -400,6 +401,59 @@ static void test_distance_split(void) {
         host_close(&h);
 }
 
+/* Nearest-first growth would take 3 nodes here; the fewest is 2. */
+static void test_fewest_nodes(void) {
+        static unsigned dist[16] = { 10, 20, 30, 30,  20, 10, 30, 30,  30, 30, 10, 20,  30, 30, 20, 10 };
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+        unsigned *saved;
+        hwloc_bitmap_t set;
+
+        if (host_open(&h, "Package:4 [NUMANode(memory=16GiB)] L3Cache:1 Core:4 PU:1", true) < 0)
+                return (void)ok(0, "load 4-node host");
+        saved = h.t->distance;
+        h.t->distance = dist;
+        set = hwloc_bitmap_alloc();
+        hwloc_bitmap_set_range(set, 4, 6);
+        hwloc_bitmap_set_range(set, 12, 14);
+        is_int(alloc_reserve(h.a, h.t, set), 6, "reserve 3 PUs on nodes 1 and 3");
+        hwloc_bitmap_free(set);
+        r = req_new(7, "threads=prefer");
+        is_int(host_place(&h, &r, why), 0, "7 vCPUs: free 3, 1, 4, 1 per node");
+        is_int(last(&h)->nnode, 2, "two nodes, not three");
+        is_int(last(&h)->nodes[0], 0, "home node 0");
+        is_int(last(&h)->nodes[1], 2, "with node 2 (farther, but it has room)");
+        is_str(os_list(h.t, last(&h)->vcpu_pu, 7), "1 2 3 8 9 10 11", "3 + 4 vCPUs");
+        is_str(last(&h)->note, "no single NUMA node holds 7 vCPUs; split evenly over 2 nodes", "note says why");
+        h.t->distance = saved;
+        host_close(&h);
+}
+
+static void test_refuse_one_node(void) {
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+
+        if (host_open(&h, "Package:2 [NUMANode(memory=8GiB)] L3Cache:1 Core:3 PU:2(indexes=core)", true) < 0)
+                return (void)ok(0, "load 2x3-core host");
+        r = req_new(1, "threads=prefer");
+        r.npci_nodes = 1;
+        is_int(host_place(&h, &r, why), 0, "prefer 1 vCPU on node 0");
+        r = req_new(2, "threads=isolate");
+        r.npci_nodes = 1;
+        r.pci_nodes[0] = 1;
+        is_int(host_place(&h, &r, why), 0, "isolate 2 vCPUs on node 1 (its PCI node)");
+        is_str(os_list(h.t, last(&h)->vcpu_pu, 2), "3 4", "cores 3 and 4");
+        r = req_new(1, "threads=isolate emulator=isolate");
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "vCPU + emulator core: one whole core per node");
+        is_str(why, "needs 1 whole core (threads=isolate) plus 1 for the emulator on one node; most free on a node "
+               "is 1 (node 0), 2 free in total", "the emulator must share the home node");
+        r = req_new(1, "threads=isolate");
+        is_int(host_place(&h, &r, why), 0, "without the emulator it fits");
+        host_close(&h);
+}
+
 static void test_shared(void) {
         char why[PLACEMENT_REASON_MAX];
         struct request r;
@@ -458,6 +512,44 @@ static void test_invalid(void) {
         host_close(&h);
 }
 
+/* Garbage requests get -EINVAL or -ENOSPC with a reason, never a crash. */
+static void test_garbage(void) {
+        char why[PLACEMENT_REASON_MAX];
+        uint64_t x = 88172645463325252ULL;
+        int bad = 0, placed = 0;
+        struct host h;
+
+        if (host_open(&h, H2, true) < 0)
+                return (void)ok(0, "load H2");
+        for (int i = 0; i < 3000; i++) {
+                struct request r = { 0 };
+                struct plan p;
+                int rc;
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                r.vcpus = (int)(x % 40) - 4;
+                r.iothreads = (int)(x >> 8) % 6 - 1;
+                r.memory_kib = (x >> 12) % 3 ? (x >> 16) % (200 * GIB) : UINT64_MAX - (x % 5);
+                r.policy.cpu = (x >> 20) % 4;
+                r.policy.threads = (x >> 22) % 4;
+                r.policy.emulator = (x >> 24) % 4;
+                r.policy.iothreads = (x >> 26) % 4;
+                r.policy.numa = (x >> 28) % 4;
+                r.policy.page = (x >> 30) % 4;
+                r.npci_nodes = (int)((x >> 32) % 11) - 1;
+                for (int k = 0; k < 8; k++)
+                        r.pci_nodes[k] = (int)((x >> (34 + k)) % 4) - 1;
+                rc = placement_place(h.t, h.a, &r, &p, why);
+                if (rc == 0) {
+                        placed++;
+                        plan_done(&p);
+                } else if ((rc != -EINVAL && rc != -ENOSPC) || why[0] == '\0')
+                        bad++;
+        }
+        is_int(bad, 0, "3000 random requests: only 0, -EINVAL or -ENOSPC with a reason");
+        ok(placed > 20, "some of them placed (%d)", placed);
+        host_close(&h);
+}
+
 int main(void) {
         test_reserve();
         test_prefer();
@@ -469,7 +561,10 @@ int main(void) {
         test_hugepages();
         test_split_and_pool();
         test_distance_split();
+        test_fewest_nodes();
+        test_refuse_one_node();
         test_shared();
         test_invalid();
+        test_garbage();
         return tap_done();
 }

@@ -401,6 +401,34 @@ static void test_human_output(void) {
         run_done(&r);
 }
 
+/* Hugepage pools from a sysfs root (another module's fixture, read only): node 0
+ * has 2 free 1G pages and 500 free 2M pages, node 1 one free 1G page. */
+static void test_hugepages(void) {
+        _cleanup_free_ char *tp = topology(SKYLAKE), *wp = workload_file("skylake-hugepages.json");
+        _cleanup_free_ char *root = path_of("FIXTURES", "tests/fixtures", "sysfs-2node");
+        _cleanup_json_ struct json_object *doc = NULL;
+        struct json_object *res;
+        char *out = NULL, *err = NULL;
+        size_t n1, n2;
+        FILE *fo = open_memstream(&out, &n1), *fe = open_memstream(&err, &n2);
+        int rc = workload_plan_main(tp, wp, root, true, fo, fe);
+
+        fclose(fo);
+        fclose(fe);
+        is_int(rc, 0, "hugepages: exit 0");
+        doc = json_tokener_parse(out);
+        res = get(doc, "results");
+        is_int(json_object_get_int64(get(get(idx(res, 0), "memory"), "page_kib")), 1048576, "hugepages: hp1 on 1G pages");
+        is_str(ints(get(get(idx(res, 0), "numa"), "nodes")), "0", "hugepages: hp1 where the 1G pages are");
+        ok(strstr(str(idx(res, 1), "refused"), "1G pages") != NULL, "hugepages: hp2 refused: %s",
+           str(idx(res, 1), "refused"));
+        is_int(json_object_get_int64(get(get(idx(res, 2), "memory"), "page_kib")), 2048, "hugepages: small on 2M");
+        is_int(json_object_get_int64(get(get(idx(res, 2), "memory"), "kib")), 524288, "hugepages: small 512 MiB");
+        ok(get(get(idx(res, 4), "memory"), "kib") != NULL, "hugepages: hp3 fits once hp1 released its pages");
+        free(out);
+        free(err);
+}
+
 static void test_exit_codes(void) {
         struct run r;
 
@@ -419,6 +447,9 @@ static void test_exit_codes(void) {
         run_done(&r);
         r = run_plan(SKYLAKE, "no-such-file.json", true);
         ok(r.rc == 1 && strstr(r.err, "cannot open: No such file or directory"), "missing workload: exit 1");
+        run_done(&r);
+        r = run_plan(SKYLAKE, ".", true);
+        ok(r.rc == 1 && strstr(r.err, "cannot read: Is a directory"), "workload is a directory: exit 1");
         run_done(&r);
         r = run_plan("no-such-topology.xml", "skylake-mix.json", true);
         ok(r.rc == 1 && strstr(r.err, "cannot load topology"), "missing topology: exit 1");
@@ -505,6 +536,7 @@ int main(void) {
         test_reserved();
         test_json_output();
         test_human_output();
+        test_hugepages();
         test_exit_codes();
         test_render_lists();
         test_render_table();

@@ -1,0 +1,73 @@
+#!/bin/sh
+# Restarts: a daemon restart leaves every pin unchanged (the placement record
+# rebuilds the allocations), a domain pinned by hand is reported and never
+# overridden, and a libvirtd restart is survived.
+. "$(dirname "$0")/lib.sh"
+
+require_env
+start_libvirtd
+
+A=kvmtuned-test-rs-ded
+B=kvmtuned-test-rs-shr
+E=kvmtuned-test-rs-hand
+F=kvmtuned-test-rs-new
+
+write_config
+define_domain $A 1 1 'cpu="dedicated"'
+define_domain $B 1 1
+define_domain $E 1 0
+define_domain $F 1 1
+start_daemon || { ok 1 "kvmtuned starts"; done_testing; }
+start_domain $A && start_domain $B
+wait_state $A tuned
+wait_state $B shared
+is "$(domain_state $A)/$(domain_state $B)" tuned/shared "$A tuned, $B shared"
+before=$(domain_threads $A; domain_threads $B)
+
+stop_daemon
+is "$?" 0 "SIGTERM: kvmtuned exits with status 0"
+is "$(domain_threads $A; domain_threads $B)" "$before" "pins stay in place while the daemon is down"
+
+start_daemon
+wait_state $A tuned
+is "$(domain_state $A)" tuned "$A is tuned again after the restart"
+is "$(domain_threads $A; domain_threads $B)" "$before" "the restart left every pin unchanged"
+grep -q "$A: kept its recorded placement" "$T_LOG"
+ok $? "$A kept its recorded placement (log)"
+check_affinity $A
+check_affinity $B
+
+# Pinned by hand while the daemon is down: reported, never overridden.
+stop_daemon
+$VIRSH destroy $A >/dev/null
+start_domain $E
+$VIRSH vcpupin $E 0 1 --live >/dev/null
+start_daemon
+wait_state $E ignored
+is "$(domain_state $E)" ignored "$E pinned by hand is ignored"
+is "$(show $E .reason)" "pinned by hand" "$E: reason says pinned by hand"
+is "$(domain_threads $E | awk '$1 == "vcpu" {print $3}')" 1 "$E keeps its hand pin"
+is "$(ctl --json status | jq -c .pools.dedicated)" "[1]" "the hand-pinned PU counts as taken"
+is "$(domain_threads $B | awk '{print $3}' | sort -u)" 0 "$B (shared) stays off the hand-pinned PU"
+$VIRSH destroy $E >/dev/null
+wait_for 10 sh -c "[ \"\$($BUILDDIR/kvmtunectl --socket $T_SOCK --json status | jq -c .pools.shared)\" = '[0,1]' ]"
+is "$(ctl --json status | jq -c .pools.shared)" "[0,1]" "stopping $E gives its PU back to the shared pool"
+
+# libvirtd restart: the daemon keeps serving, reconnects and resyncs.
+start_domain $A
+wait_state $A tuned
+before=$(domain_threads $A; domain_threads $B)
+resyncs=$(grep -c 'Resynchronised' "$T_LOG")
+restart_libvirtd
+ok "$?" "libvirtd restarted"
+wait_for 40 sh -c "[ \$(grep -c 'Resynchronised' '$T_LOG') -gt $resyncs ]"
+is "$(ctl --json status | jq -r .libvirt.connected)" true "kvmtuned reconnected to libvirt"
+is "$(domain_state $A)" tuned "$A is still tuned after the libvirtd restart"
+is "$(domain_threads $A; domain_threads $B)" "$before" "pins unchanged across the libvirtd restart"
+start_domain $F
+wait_state $F shared
+is "$(domain_state $F)" shared "a domain started after the libvirtd restart is placed"
+check_affinity $F
+check_exclusive $A $B $F
+
+done_testing
