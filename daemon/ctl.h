@@ -81,9 +81,10 @@ struct ctl_method {
  *
  * kvmtune.v1.Plan {"vcpus": 4, "memory_kib": 8388608,
  *                  optional "cpu", "threads", "emulator", "iothreads", "numa",
- *                  "hugepages" (policy value strings), "iothread_count": 1} ->
- *   a SHOW-shaped placement object (without name/uuid/state), or
- *   {"refused": "reason"} when it would not fit.  Bad params: -EINVAL.
+ *                  "hugepages" (policy value strings), "iothread_count": 1,
+ *                  "name": "db-7" (policy from the config section matching it)} ->
+ *   a SHOW-shaped placement object (without name/uuid/state, optional "note"),
+ *   or {"refused": "reason"} when it would not fit.  Bad params: -EINVAL.
  *
  * kvmtune.v1.Hugepages {} ->
  *   {"nodes": [{"node": 0, "pages": [{"page_kib": 2048, "total": 512,

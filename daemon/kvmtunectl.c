@@ -34,7 +34,7 @@ struct args {
         const char *socket;
         bool json;
         /* plan, live */
-        const char *vcpus, *memory, *iothread_count;
+        const char *vcpus, *memory, *iothread_count, *plan_name;
         const char *policy[_POL_MAX];
         /* plan, offline */
         const char *topology, *workload, *sysfs_root;
@@ -332,6 +332,8 @@ static int render_plan(struct json_object *r, FILE *f) {
                 return -ENOSPC;
         }
         render_placement(r, f);
+        if (jget(r, "note"))
+                kv(f, "note:", jstr(r, "note"));
         return 0;
 }
 
@@ -499,13 +501,15 @@ static int params_plan(const struct args *a, struct json_object **ret) {
                 return -EINVAL;
         if (a->memory && parse_size_kib(a->memory, &kib) < 0)
                 return usage_error("--memory: invalid size '%s' (e.g. 8G, 512M)", a->memory);
-        if (a->iothread_count && parse_count("--iothread-count", a->iothread_count, 0, 1024, &iothreads) < 0)
+        if (a->iothread_count && parse_count("--iothread-count", a->iothread_count, 0, 256, &iothreads) < 0)
                 return -EINVAL;
         if (params_plan_policy(a, p) < 0)
                 return -EINVAL;
         json_object_object_add(p, "vcpus", json_object_new_int((int) vcpus));
         json_object_object_add(p, "memory_kib", json_object_new_int64((int64_t) kib));
         json_object_object_add(p, "iothread_count", json_object_new_int((int) iothreads));
+        if (a->plan_name)
+                json_object_object_add(p, "name", json_object_new_string(a->plan_name));
         *ret = p;
         p = NULL;
         return 0;
@@ -592,7 +596,7 @@ static int run_plan_offline(const struct args *a) {
 
 enum {
         OPT_SOCKET = 0x100, OPT_JSON, OPT_VCPUS, OPT_MEMORY, OPT_IOTHREAD_COUNT,
-        OPT_TOPOLOGY, OPT_WORKLOAD, OPT_SYSFS_ROOT,
+        OPT_TOPOLOGY, OPT_WORKLOAD, OPT_SYSFS_ROOT, OPT_NAME,
         OPT_POLICY,                     /* + POL_* */
 };
 
@@ -604,6 +608,7 @@ static const struct option options[] = {
         { "vcpus",          required_argument, NULL, OPT_VCPUS },
         { "memory",         required_argument, NULL, OPT_MEMORY },
         { "iothread-count", required_argument, NULL, OPT_IOTHREAD_COUNT },
+        { "name",           required_argument, NULL, OPT_NAME },
         { "cpu",            required_argument, NULL, OPT_POLICY + POL_CPU },
         { "threads",        required_argument, NULL, OPT_POLICY + POL_THREADS },
         { "emulator",       required_argument, NULL, OPT_POLICY + POL_EMULATOR },
@@ -650,6 +655,8 @@ static void help(void) {
                "  --emulator isolate|share|vcpus\n"
                "  --iothreads dedicated|emulator|shared\n"
                "  --iothread-count N     number of iothreads (default 0)\n"
+               "  --name NAME            start from the policy the configuration gives a\n"
+               "                         domain of this name (default: [defaults])\n"
                "  --numa strict|preferred|none\n"
                "  --hugepages 1G|2M|none\n"
                "  --topology FILE.xml    hwloc XML export of the host (offline)\n"
@@ -670,6 +677,7 @@ static int parse_option(int c, struct args *a) {
         case OPT_VCPUS: a->vcpus = optarg; break;
         case OPT_MEMORY: a->memory = optarg; break;
         case OPT_IOTHREAD_COUNT: a->iothread_count = optarg; break;
+        case OPT_NAME: a->plan_name = optarg; break;
         case OPT_TOPOLOGY: a->topology = optarg; a->offline_opts = true; return 0;
         case OPT_WORKLOAD: a->workload = optarg; a->offline_opts = true; return 0;
         case OPT_SYSFS_ROOT: a->sysfs_root = optarg; a->offline_opts = true; return 0;

@@ -523,7 +523,7 @@ static bool choose_split(const struct ctx *c, struct nodeset *ret) {
          * first wins when the near nodes are nearly full. */
         for (int home = 0; home < c->t->nnode; home++)
                 for (enum grow_order how = 0; how < _GROW_MAX; how++) {
-                        if (!grow_from(c, home, how, order, &cur))
+                        if ((how == GROW_MOST_MEMORY && !c->need.m) || !grow_from(c, home, how, order, &cur))
                                 continue;
                         if (!found || set_better(c, &cur, ret))
                                 *ret = cur;

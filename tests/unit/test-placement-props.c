@@ -12,7 +12,7 @@
 #include "kvmtune/util.h"
 #include "tap.h"
 
-#define STEPS 1500
+#define STEPS 3000
 #define MAXDOM 512
 #define GIB (1024ULL * 1024)
 

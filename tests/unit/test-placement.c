@@ -140,6 +140,12 @@ static void test_prefer(void) {
         r = req_new(1, "threads=prefer");
         is_int(host_place(&h, &r, why), 0, "another prefer 1 vCPU placed");
         is_str(os_list(h.t, last(&h)->vcpu_pu, 1), "19", "prefer uses the free sibling of a core partly used by a prefer domain");
+        {
+                struct alloc *d = alloc_dup(h.a);
+                ok(d && memcmp(d->pu_owner, h.a->pu_owner, h.t->npu * sizeof *d->pu_owner) == 0 &&
+                   d->pu_owner != h.a->pu_owner, "alloc_dup copies the owners");
+                alloc_free(d);
+        }
         r = req_new(7, "threads=prefer");
         is_int(host_place(&h, &r, why), 0, "prefer 7 vCPUs placed");
         is_str(os_list(h.t, last(&h)->vcpu_pu, 7), "4 20 5 21 6 22 7", "7 vCPUs fill group 1 of node 0 (best fit: 8 free)");
@@ -189,6 +195,13 @@ static void test_require(void) {
         is_str(os_list(h.t, p->vcpu_pu, 3), "1 17 2", "require fills full sibling sets");
         is_str(os_list(h.t, p->emulator.pus, 1), "18", "emulator takes the domain's leftover sibling");
         is_int(p->nidle, 0, "nothing left idle");
+        r = req_new(27, "threads=require");
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "require 27 refused");
+        is_str(why, "needs 27 PUs on whole SMT cores (threads=require); most free on a node is 16 (node 1), "
+               "26 free in total", "require refusal counts PUs on whole SMT cores");
+        r = req_new(40, "threads=prefer");
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "prefer 40 refused");
+        is_str(why, "needs 40 PUs; most free on a node is 16 (node 1), 26 free in total", "prefer refusal");
         r = req_new(1, "threads=require");
         is_int(host_place(&h, &r, why), 0, "require 1 vCPU");
         is_str(os_list(h.t, last(&h)->vcpu_pu, 1), "3", "require with 1 vCPU");
@@ -290,6 +303,13 @@ static void test_memory(void) {
         is_int(host_place(&h, &r, why), 0, "60 GiB: node 0 has only 56 left");
         is_int(last(&h)->nodes[0], 1, "goes to node 1");
         is_str(os_list(h.t, last(&h)->vcpu_pu, 2), "8 24", "on node 1's first core");
+        r = req_new(1, "numa=preferred");
+        r.memory_kib = 2 * GIB;
+        is_int(host_place(&h, &r, why), 0, "numa=preferred 2 GiB");
+        is_int(last(&h)->numa, POLICY_NUMA_PREFERRED, "plan says preferred");
+        is_int(last(&h)->node_mem_kib[last(&h)->nodes[0]], 2 * GIB, "memory counted on the home node");
+        alloc_release(h.a, h.t, last(&h), h.nplan);
+        is_int(h.a->mem_kib[0] + h.a->mem_kib[1], 68 * GIB, "released again");
         r = req_new(2, "numa=none");
         r.memory_kib = 500 * GIB;
         is_int(host_place(&h, &r, why), 0, "numa=none: memory does not constrain");
