@@ -1,0 +1,288 @@
+#!/bin/sh
+# kvmtunectl end to end: exit codes, --help, every command against a stand-in
+# daemon (tests/unit/ctl-fake-daemon: the real control server with canned
+# results), and offline planning. TAP output.
+
+BUILDDIR=${BUILDDIR:-.}
+SRCDIR=${SRCDIR:-.}
+CTL="$BUILDDIR/kvmtunectl"
+FAKE="$BUILDDIR/tests/unit/ctl-fake-daemon"
+TOPOLOGIES=${TOPOLOGIES:-$SRCDIR/../shared/topologies}
+FIXTURES=${FIXTURES:-$SRCDIR/tests/fixtures}
+
+n=0
+failed=0
+ok() {  # ok DESCRIPTION COMMAND...: passes when COMMAND succeeds
+        desc=$1; shift
+        n=$((n + 1))
+        if "$@"; then
+                echo "ok $n - $desc"
+        else
+                echo "not ok $n - $desc"
+                failed=$((failed + 1))
+        fi
+}
+
+TMP=$(mktemp -d /tmp/test-kvmtunectl.XXXXXX) || exit 99
+FAKE_PID=
+cleanup() {
+        [ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null && wait "$FAKE_PID" 2>/dev/null
+        rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+wait_socket() {  # up to 5 s for a server to listen on $1
+        i=0
+        while [ ! -S "$1" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+}
+
+# run ARGS...: runs kvmtunectl, leaves $rc, $TMP/out and $TMP/err
+run() {
+        "$CTL" "$@" >"$TMP/out" 2>"$TMP/err"
+        rc=$?
+}
+rc_is() { [ "$rc" -eq "$1" ] || { echo "#   exit status $rc, expected $1"; sed 's/^/#   /' "$TMP/err"; return 1; }; }
+out_has() { grep -q -- "$1" "$TMP/out" || { echo "#   stdout lacks '$1':"; sed 's/^/#   /' "$TMP/out"; return 1; }; }
+err_has() { grep -q -- "$1" "$TMP/err" || { echo "#   stderr lacks '$1':"; sed 's/^/#   /' "$TMP/err"; return 1; }; }
+json_ok() { python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/out"; }
+json_is() {  # json_is PYTHON-EXPR EXPECTED: evaluates EXPR on the document d
+        got=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$TMP/out" "$1")
+        [ "$got" = "$2" ] || { echo "#   $1 = '$got', expected '$2'"; return 1; }
+}
+
+# --- usage ---------------------------------------------------------------------
+run --help
+ok "--help exits 0" rc_is 0
+ok "--help shows the synopsis" out_has "Usage: kvmtunectl \[--socket PATH\] \[--json\] COMMAND"
+for c in status list show topology hugepages plan rebalance reload metrics; do
+        ok "--help lists $c" out_has "^  $c"
+done
+ok "--help documents exit status 3" out_has "3 the daemon cannot be reached"
+run --version
+ok "--version exits 0" rc_is 0
+ok "--version prints the version" out_has "^kvmtunectl [0-9]"
+
+run
+ok "no command: exit 2" rc_is 2
+ok "no command: says so" err_has "no command given"
+run frobnicate
+ok "unknown command: exit 2" rc_is 2
+ok "unknown command: named" err_has "unknown command 'frobnicate'"
+run --frob status
+ok "unknown option: exit 2" rc_is 2
+run show
+ok "show without DOMAIN: exit 2" rc_is 2
+run show a b
+ok "show with two domains: exit 2" rc_is 2
+run list --vcpus 2
+ok "plan option on list: exit 2" rc_is 2
+run --socket "$TMP/none.sock" plan
+ok "plan without --vcpus: exit 2" rc_is 2
+run --socket "$TMP/none.sock" plan --vcpus zero
+ok "plan --vcpus zero: exit 2" rc_is 2
+run --socket "$TMP/none.sock" plan --vcpus 2 --memory lots
+ok "plan --memory lots: exit 2" rc_is 2
+run --socket "$TMP/none.sock" plan --vcpus 2 --cpu exclusive
+ok "plan --cpu exclusive: exit 2" rc_is 2
+ok "bad policy value named" err_has "--cpu: invalid value 'exclusive'"
+run plan --topology x.xml
+ok "plan --topology without --workload: exit 2" rc_is 2
+run plan --topology x.xml --workload y.json --vcpus 2
+ok "offline and live plan options mixed: exit 2" rc_is 2
+
+# --- no daemon -----------------------------------------------------------------
+run --socket "$TMP/none.sock" status
+ok "no daemon: exit 3" rc_is 3
+ok "no daemon: the path is named" err_has "cannot reach kvmtuned at $TMP/none.sock"
+KVMTUNED_SOCKET="$TMP/env.sock" run list
+ok "KVMTUNED_SOCKET is used" err_has "$TMP/env.sock"
+: >"$TMP/notasocket"
+run --socket "$TMP/notasocket" list
+ok "a plain file as socket: exit 3" rc_is 3
+
+# --- against the stand-in daemon -------------------------------------------------
+SOCK="$TMP/kvmtuned.sock"
+uid=$(id -u)
+"$FAKE" "$SOCK" $((uid + 1)) &
+FAKE_PID=$!
+wait_socket "$SOCK"
+ok "stand-in daemon listening" test -S "$SOCK"
+export KVMTUNED_SOCKET="$SOCK"
+
+run status
+ok "status: exit 0" rc_is 0
+ok "status: libvirt" out_has "^libvirt: *qemu:///system (connected)"
+ok "status: shared pool as a CPU list" out_has "^shared: *2-3,8-11$"
+ok "status: domain counts" out_has "1 tuned, 1 shared, 0 ignored"
+ok "status: uptime" out_has "1h 2m 5s"
+run --json status
+ok "status --json: valid JSON" json_ok
+ok "status --json: the result object" json_is 'd["libvirt"]["uri"]' "qemu:///system"
+
+run list
+ok "list: exit 0" rc_is 0
+ok "list: header" out_has "^NAME  *STATE  *POLICY  *VCPUS  *CPUS  *EMULATOR  *NUMA$"
+ok "list: dedicated vCPU map in vCPU order" out_has "^db1  *tuned  *dedicated/metadata  *3  *4-6  *7  *0 (strict)$"
+ok "list: shared domain floats over the pool" out_has "^web  *shared  *shared/defaults  *2  *2-3,8-11 "
+run list --json
+ok "list --json (option after the command): valid JSON" json_ok
+ok "list --json: domains array" json_is 'len(d["domains"])' 2
+
+run show db1
+ok "show: exit 0" rc_is 0
+ok "show: state" out_has "^state: *tuned$"
+ok "show: policy" out_has "^policy: *cpu=dedicated threads=isolate emulator=isolate iothreads=dedicated numa=strict (from metadata)$"
+ok "show: memory" out_has "^memory: *8G in 1G pages$"
+ok "show: iothreads" out_has "^iothreads: *1: 7$"
+ok "show: vCPU table" out_has "^  2  *6$"
+run --json show db1
+ok "show --json: SPEC fields" json_is 'sorted(d)' "['emulator', 'iothreads', 'memory', 'name', 'numa', 'policy', 'state', 'uuid', 'vcpus']"
+ok "show --json: vcpus" json_is 'd["vcpus"][1]' "{'vcpu': 1, 'cpus': [5]}"
+run show nosuch
+ok "show of an unknown domain: exit 1" rc_is 1
+ok "show of an unknown domain: daemon's message" err_has "no domain 'nosuch'"
+
+run topology
+ok "topology: exit 0" rc_is 0
+ok "topology: header" out_has "^NODE  *MEMORY  *L3  *CORE  *PUS$"
+ok "topology: reserved PUs marked" out_has "0\* 1\*$"
+ok "topology: owner of each PU" out_has "4:db1 5:db1$"
+ok "topology: second node" out_has "^1  *16G$"
+
+run hugepages
+ok "hugepages: exit 0" rc_is 0
+ok "hugepages: rows per node and size" out_has "^0  *1G  *8  *0  *8$"
+
+run metrics
+ok "metrics: exit 0" rc_is 0
+ok "metrics: Prometheus text as is" out_has '^kvmtuned_domains{state="tuned"} 1$'
+
+run plan --vcpus 4 --memory 8G --cpu dedicated --threads isolate --iothread-count 1 --hugepages 1G
+ok "plan: exit 0" rc_is 0
+ok "plan: placement shown" out_has "^vcpus: *4-6$"
+run --json plan --vcpus 4 --memory 8G --cpu dedicated --hugepages 1G
+ok "plan: memory sent in KiB" json_is 'd["params"]["memory_kib"]' 8388608
+ok "plan: policy keys sent" json_is 'd["params"]["cpu"] + d["params"]["hugepages"]' "dedicated1G"
+run --json plan --vcpus 2 --cpu shared --threads require --emulator vcpus --iothreads emulator \
+        --numa none --hugepages 2M
+ok "plan: every policy option sent" json_is \
+        '" ".join(d["params"][k] for k in ["cpu","threads","emulator","iothreads","numa","hugepages"])' \
+        "shared require vcpus emulator none 2M"
+run --json plan --vcpus 2 --name db-7 --iothread-count 2
+ok "plan --name: the name sent for the config lookup" json_is 'd["params"]["name"]' "db-7"
+ok "plan --iothread-count sent" json_is 'd["params"]["iothread_count"]' 2
+run plan --vcpus 2 --iothread-count 300
+ok "plan --iothread-count 300: exit 2" rc_is 2
+run plan --vcpus 100
+ok "plan that does not fit: exit 1" rc_is 1
+ok "plan that does not fit: reason" out_has "refused: not enough free PUs"
+
+run rebalance
+ok "rebalance as a non-privileged uid: exit 1" rc_is 1
+ok "rebalance: permission denied" err_has "permission denied"
+run reload
+ok "reload as a non-privileged uid: exit 1" rc_is 1
+kill "$FAKE_PID"; wait "$FAKE_PID" 2>/dev/null
+ok "stand-in daemon removed its socket" test ! -e "$SOCK"
+
+"$FAKE" "$SOCK" "$uid" &
+FAKE_PID=$!
+wait_socket "$SOCK"
+run rebalance db1
+ok "rebalance as the privileged uid: exit 0" rc_is 0
+ok "rebalance: what moved" out_has "^rebalanced 1 domain$"
+run reload
+ok "reload as the privileged uid: exit 0" rc_is 0
+ok "reload: changed domains" out_has "configuration reloaded; policy changed for web"
+run rebalance a b
+ok "rebalance with two domains: exit 2" rc_is 2
+
+kill "$FAKE_PID"; wait "$FAKE_PID" 2>/dev/null; FAKE_PID=
+
+# --- against the real kvmtuned, on libvirt's in-process test driver ---------------
+# The result shapes kvmtunectl renders are the ones the daemon sends.
+: >"$TMP/empty.conf"
+"$BUILDDIR/kvmtuned" --socket "$TMP/real.sock" --connect test:///default --config "$TMP/empty.conf" \
+        --topology "$TOPOLOGIES/1s-xeon-silver4215-cascadelake-smt-small.xml" 2>"$TMP/kvmtuned.log" &
+FAKE_PID=$!
+wait_socket "$TMP/real.sock"
+ok "kvmtuned listening" test -S "$TMP/real.sock"
+run --socket "$TMP/real.sock" --json status
+ok "kvmtuned status: exit 0" rc_is 0
+ok "kvmtuned status: the shape kvmtunectl renders" json_is \
+        'sorted(d["libvirt"]) + sorted(d["pools"]) + sorted(d["domains"])' \
+        "['connected', 'uri', 'dedicated', 'reserved', 'shared', 'failed', 'ignored', 'shared', 'tuned', 'unplaced']"
+run --socket "$TMP/real.sock" --json list
+ok "kvmtuned list: the test driver's domain" json_is '[x["name"] for x in d["domains"]]' "['test']"
+run --socket "$TMP/real.sock" --json show test
+ok "kvmtuned show: SPEC fields" json_is \
+        'all(k in d for k in ["name","uuid","state","policy","vcpus","emulator","iothreads","numa","memory"])' True
+run --socket "$TMP/real.sock" show test
+ok "kvmtuned show: rendered" out_has "^name: *test$"
+run --socket "$TMP/real.sock" --json topology
+ok "kvmtuned topology: 16 PUs in nodes/groups/cores/pus" json_is \
+        'sum(len(c["pus"]) for n in d["nodes"] for g in n["groups"] for c in g["cores"])' 16
+run --socket "$TMP/real.sock" topology
+ok "kvmtuned topology: rendered, reserved PUs marked" out_has "0\* 8\*$"
+run --socket "$TMP/real.sock" --json plan --vcpus 2 --cpu dedicated --memory 1G
+ok "kvmtuned plan: two dedicated vCPUs" json_is 'len(d["vcpus"])' 2
+run --socket "$TMP/real.sock" show nosuch
+ok "kvmtuned show of an unknown domain: exit 1" rc_is 1
+run --socket "$TMP/real.sock" metrics
+ok "kvmtuned metrics: Prometheus text" out_has "^# TYPE "
+kill "$FAKE_PID"; wait "$FAKE_PID" 2>/dev/null; FAKE_PID=
+ok "kvmtuned removed its socket at exit" test ! -e "$TMP/real.sock"
+
+# --- bash completion (without the bash-completion package's helpers) -------------
+"$FAKE" "$SOCK" "$uid" &
+FAKE_PID=$!
+wait_socket "$SOCK"
+COMPLETION="$SRCDIR/contrib/bash-completion/kvmtunectl"
+complete_words() {  # complete_words WORD...: the last word is the one completed
+        PATH="$BUILDDIR:$PATH" bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1));
+                _kvmtunectl; echo "${COMPREPLY[*]}"' _ "$COMPLETION" "$@" >"$TMP/out" 2>"$TMP/err"
+}
+if command -v bash >/dev/null; then
+        complete_words kvmtunectl ""
+        ok "completion: every command" out_has "status list show topology hugepages plan rebalance reload metrics"
+        complete_words kvmtunectl --so
+        ok "completion: global options" out_has "^--socket$"
+        complete_words kvmtunectl plan --vcpus 4 --thr
+        ok "completion: plan options" out_has "^--threads$"
+        complete_words kvmtunectl plan --emulator ""
+        ok "completion: policy values" out_has "^isolate share vcpus$"
+        complete_words kvmtunectl show ""
+        ok "completion: domain names from the daemon" out_has "^db1 web$"
+        complete_words kvmtunectl plan --name ""
+        ok "completion: --name offers domain names" out_has "^db1 web$"
+        complete_words kvmtunectl show db1 ""
+        ok "completion: nothing after the domain" test ! -s "$TMP/out" -o "$(cat "$TMP/out")" = ""
+else
+        echo "# skipping completion tests: no bash"
+fi
+
+# --- offline plan ---------------------------------------------------------------
+TOPO="$TOPOLOGIES/2s-xeon-platinum8168-skylake-smt.xml"
+WL="$FIXTURES/workloads/skylake-mix.json"
+if [ -r "$TOPO" ] && [ -r "$WL" ]; then
+        run --socket "$TMP/none.sock" plan --topology "$TOPO" --workload "$WL"
+        ok "offline plan needs no daemon: exit 0" rc_is 0
+        ok "offline plan: a table" out_has "db1"
+        run --json plan --topology "$TOPO" --workload "$WL"
+        ok "offline plan --json: valid JSON" json_ok
+        ok "offline plan --json: results and summary" json_is '"results" in d and "summary" in d' True
+        run plan --topology "$TMP/missing.xml" --workload "$WL"
+        ok "offline plan, missing topology: exit 1" rc_is 1
+        run plan --topology "$TOPO" --workload "$FIXTURES/workloads/not-json.json"
+        ok "offline plan, workload not JSON: exit 1" rc_is 1
+        HP="$FIXTURES/workloads/skylake-hugepages.json"
+        run --json plan --topology "$TOPO" --workload "$HP"
+        ok "offline plan without --sysfs-root: no 1G pages in the XML" json_is 'd["summary"]["placed"]' 1
+        run --json plan --topology "$TOPO" --workload "$HP" --sysfs-root "$FIXTURES/sysfs-2node"
+        ok "offline plan --sysfs-root: hugepage pools read below it" json_is 'd["summary"]["placed"]' 3
+else
+        echo "# skipping offline plan: $TOPO or $WL missing"
+fi
+
+echo "1..$n"
+[ "$failed" -eq 0 ]
