@@ -58,6 +58,8 @@ struct domain {
         enum domain_state state;
         char reason[PLACEMENT_REASON_MAX];
         bool seen;                      /* marked during a resync */
+        bool hooked;                    /* pinned by the qemu hook before start, not
+                                         * yet applied through libvirt (no record) */
 };
 
 struct daemon {
@@ -92,6 +94,8 @@ struct daemon {
 /* evloop.c: libvirt's event loop implemented on sd-event. Call before
  * virConnectOpen. */
 int evloop_register(sd_event *e);
+/* Runs the free callbacks of watches removed after the loop finished. */
+void evloop_flush(void);
 
 /* watch.c */
 int watch_start(struct daemon *d);      /* connects, or schedules a reconnect */
@@ -106,8 +110,23 @@ struct domain *domains_find_uuid(struct daemon *d, const char *uuid);
 /* Acquires the domain's facts from libvirt, decides and applies. rescan: the
  * daemon (re)discovers a running domain and keeps a matching placement record. */
 int domains_update(struct daemon *d, virDomainPtr dom, bool rescan);
-/* Releases whatever the domain holds; forget also drops it from the table. */
-void domains_release(struct daemon *d, const char *uuid, bool forget);
+/* A domain stopped or was undefined: releases what it held, drops it from the
+ * table, then the shared pool follows and unplaced domains are retried. */
+void domains_release(struct daemon *d, const char *uuid, bool undefined);
+/* Releases and drops a domain without any libvirt call (the hook); returns
+ * whether it held PUs (then the caller runs retry_unplaced + follow_pool). */
+bool domains_forget(struct daemon *d, const char *uuid);
+/* Tries again to place every unplaced domain (libvirt calls). */
+void domains_retry_unplaced(struct daemon *d);
+/* The qemu hook at "started": decides from the XML alone, without libvirt.
+ * *ret is the domain (always set). Returns 1 with dm->pins to apply to the
+ * threads, 0 when the domain is left alone, negative errno when it failed
+ * (dm->reason says why). The domain stays 'hooked' until domains_confirm(). */
+struct domxml;
+int domains_place_xml(struct daemon *d, const struct domxml *x, pid_t pid, struct domain **ret);
+/* The started event of a hooked domain: applies the same placement through
+ * libvirt and stores the record. No-op for other domains. */
+int domains_confirm(struct daemon *d, virDomainPtr dom);
 /* Re-applies the shared pool to every shared/unplaced domain. */
 void domains_follow_pool(struct daemon *d);
 /* Recomputes and re-applies one domain (NULL name: every domain). */

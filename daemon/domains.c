@@ -137,6 +137,18 @@ static pid_t domain_read_pid(const char *name) {
         return (pid_t)atoi(text);
 }
 
+static void domain_facts(struct domain *dm, const struct domxml *x, pid_t pid) {
+        dm->libvirt_id = x->id;
+        dm->pid = pid;
+        dm->vcpus = x->vcpus;
+        dm->niothread = x->niothread;
+        free(dm->iothread_ids);
+        dm->iothread_ids = xcalloc(x->niothread + 1, sizeof(int));
+        memcpy(dm->iothread_ids, x->iothread_ids, x->niothread * sizeof(int));
+        dm->memory_kib = x->memory_kib;
+        dm->page_kib = x->page_kib;
+}
+
 static int domain_acquire(virDomainPtr dom, struct domain *dm, struct domxml **ret) {
         _cleanup_free_ char *xml = virDomainGetXMLDesc(dom, 0);
         char err[256] = "";
@@ -152,15 +164,7 @@ static int domain_acquire(virDomainPtr dom, struct domain *dm, struct domxml **r
                 snprintf(dm->reason, sizeof dm->reason, "domain XML: %s", err);
                 return -EINVAL;
         }
-        dm->libvirt_id = virDomainGetID(dom);
-        dm->pid = domain_read_pid(dm->name);
-        dm->vcpus = x->vcpus;
-        dm->niothread = x->niothread;
-        free(dm->iothread_ids);
-        dm->iothread_ids = xcalloc(x->niothread + 1, sizeof(int));
-        memcpy(dm->iothread_ids, x->iothread_ids, x->niothread * sizeof(int));
-        dm->memory_kib = x->memory_kib;
-        dm->page_kib = x->page_kib;
+        domain_facts(dm, x, domain_read_pid(dm->name));
         *ret = x;
         return 0;
 }
@@ -359,8 +363,13 @@ static int domain_apply(struct daemon *d, virDomainPtr dom, struct domain *dm) {
 
 static void domain_log_result(const struct domain *dm) {
         _cleanup_free_ char *cpus = NULL;
-        hwloc_bitmap_t all = hwloc_bitmap_alloc();
+        hwloc_bitmap_t all;
 
+        if (dm->state == DOMAIN_IGNORED || dm->state == DOMAIN_FAILED) {
+                dlog(dm, LOG_INFO, "%s: %s", domain_state_to_string(dm->state), dm->reason);
+                return;
+        }
+        all = hwloc_bitmap_alloc();
         for (int i = 0; i < dm->pins.nvcpu; i++)
                 hwloc_bitmap_or(all, all, dm->pins.vcpu[i]);
         hwloc_bitmap_list_asprintf(&cpus, all);
@@ -500,9 +509,49 @@ int domains_resync_pass(struct daemon *d, virDomainPtr dom, int pass) {
         return 1;
 }
 
+/* ---- the qemu hook: placed from the XML, before start, without libvirt -------- */
+
+int domains_place_xml(struct daemon *d, const struct domxml *x, pid_t pid, struct domain **ret) {
+        struct domain *dm = domains_find_uuid(d, x->uuid);
+
+        if (!dm)
+                dm = domain_add(d, x->name, x->uuid);
+        *ret = dm;
+        dm->seen = true;
+        domain_release_hold(d, dm);
+        domain_facts(dm, x, pid);
+        if (!domain_decide(d, dm, x)) {
+                domain_log_result(dm);
+                return 0;
+        }
+        pinset_done(&dm->pins);
+        domain_resolve(d, dm, &dm->pins);
+        if (!pinset_usable(&dm->pins)) {
+                pinset_done(&dm->pins);
+                domain_fail(d, dm, "the shared pool is empty: every PU is reserved or dedicated");
+                return dlog(dm, LOG_ERR, "%s, leaving its pins as they are", dm->reason), -ENOSPC;
+        }
+        dm->hooked = true;
+        return 1;
+}
+
+int domains_confirm(struct daemon *d, virDomainPtr dom) {
+        char uuid[VIR_UUID_STRING_BUFLEN] = "";
+        struct domain *dm;
+        int r;
+
+        if (virDomainGetUUIDString(dom, uuid) < 0 || !(dm = domains_find_uuid(d, uuid)) || !dm->hooked)
+                return 0;
+        dm->hooked = false;
+        r = domain_apply(d, dom, dm);
+        domains_follow_pool(d);
+        domain_log_result(dm);
+        return r;
+}
+
 /* ---- events from outside ------------------------------------------------------ */
 
-static void domains_retry_unplaced(struct daemon *d) {
+void domains_retry_unplaced(struct daemon *d) {
         for (int i = 0; i < d->ndomain; i++) {
                 struct domain *dm = d->domains[i];
                 virDomainPtr dom;
@@ -515,17 +564,26 @@ static void domains_retry_unplaced(struct daemon *d) {
         }
 }
 
-void domains_release(struct daemon *d, const char *uuid, bool forget) {
+bool domains_forget(struct daemon *d, const char *uuid) {
+        struct domain *dm = domains_find_uuid(d, uuid);
+        bool held;
+
+        if (!dm)
+                return false;
+        held = (dm->placed && dm->plan.dedicated) || dm->hand_cpus;
+        domain_release_hold(d, dm);
+        domain_remove(d, dm);
+        return held;
+}
+
+void domains_release(struct daemon *d, const char *uuid, bool undefined) {
         struct domain *dm = domains_find_uuid(d, uuid);
         bool held;
 
         if (!dm)
                 return;
-        held = dm->placed || dm->hand_cpus;
-        domain_release_hold(d, dm);
-        dlog(dm, LOG_INFO, "%s, released%s", forget ? "undefined" : "stopped",
-             held ? " its PUs" : "");
-        domain_remove(d, dm);
+        dlog(dm, LOG_INFO, "%s, releasing what it holds", undefined ? "undefined" : "stopped");
+        held = domains_forget(d, uuid);
         if (!held)
                 return;
         domains_retry_unplaced(d);

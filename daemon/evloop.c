@@ -29,6 +29,8 @@ static sd_event *ev_loop;
 static struct ev_watch **ev_watches;
 static int ev_nwatch;
 static int ev_next_id = 1;
+static struct ev_watch **ev_pending;    /* removed after the loop finished */
+static int ev_npending;
 
 static struct ev_watch *ev_find(int id, bool timer) {
         for (int i = 0; i < ev_nwatch; i++)
@@ -140,10 +142,22 @@ static int ev_remove(int id, bool timer) {
         w->source = sd_event_source_disable_unref(w->source);
         r = sd_event_add_defer(ev_loop, NULL, ev_on_free, w);
         if (r < 0) {
-                /* Cannot defer: leaking one small struct beats calling ff re-entrantly. */
-                log_error_errno(r, "Cannot defer freeing libvirt watch %d", id);
+                /* The loop has finished (shutdown): free in evloop_flush(). */
+                ev_pending = xrealloc(ev_pending, (ev_npending + 1) * sizeof *ev_pending);
+                ev_pending[ev_npending++] = w;
         }
         return 0;
+}
+
+void evloop_flush(void) {
+        for (int i = 0; i < ev_npending; i++) {
+                if (ev_pending[i]->ff)
+                        ev_pending[i]->ff(ev_pending[i]->opaque);
+                free(ev_pending[i]);
+        }
+        free(ev_pending);
+        ev_pending = NULL;
+        ev_npending = 0;
 }
 
 static int ev_remove_handle(int id) {

@@ -215,6 +215,7 @@ static int run(struct daemon *d) {
         domains_notify_status(d);
         r = sd_event_loop(d->event);
         watch_stop(d);
+        evloop_flush();
         return r;
 }
 

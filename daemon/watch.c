@@ -42,8 +42,10 @@ static void watch_on_started(struct daemon *d, virDomainPtr dom, bool force) {
         char uuid[VIR_UUID_STRING_BUFLEN];
 
         watch_domain_uuid(dom, uuid);
-        if (!force && domains_find_uuid(d, uuid))
+        if (!force && domains_find_uuid(d, uuid)) {
+                domains_confirm(d, dom);
                 return;
+        }
         domains_update(d, dom, false);
         domains_notify_status(d);
 }

@@ -39,7 +39,7 @@ is "$(domain_threads $C | awk '{print $3}' | sort -u)" "0-1" "$C is left alone (
 is "$(show $A '.vcpus[0].cpus | length')" 1 "$A vCPU 0 has exactly one PU"
 is "$(ctl --json status | jq -c .domains)" '{"tuned":1,"shared":1,"ignored":1,"unplaced":0,"failed":0}' \
         "status counts domains by state"
-is "$($VIRSH vcpupin $A --live | awk '$1 == "0" {print $3}')" "$(show $A '.vcpus[0].cpus[0]')" \
+is "$($VIRSH vcpupin $A --live | awk '$1 == "0" {print $2}')" "$(show $A '.vcpus[0].cpus[0]')" \
         "virsh vcpupin agrees with kvmtunectl show"
 is "$($VIRSH metadata $A --uri urn:kvmtuned:placement:1 --live | grep -c '<placement')" 1 \
         "$A has its placement record in the live metadata"
