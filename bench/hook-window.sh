@@ -105,23 +105,34 @@ gone() {
         [ -z "$(ctl --json show $D 2>/dev/null)" ]
 }
 
-# one_start: one start and stop; appends "resume_ms started_ms ticks" to $1.
+stop_bench_domain() {
+        $VIRSH destroy $D >/dev/null 2>&1
+        wait_for 20 gone
+}
+
+# one_start: one start and stop; appends "resume_ms started_ms ticks" to $1
+# ("- - -" when that start could not be measured).
 one_start() {
-        local evpid spid final
+        local evpid spid final rc=0
         virsh -q -c "$URI" event --domain $D --event lifecycle --loop --timestamp > "$T_TMP/events" 2>/dev/null &
         evpid=$!
         sleep 0.5
-        python3 "$SAMPLER" $D "$T_TMP/samples" 60 &
+        python3 "$SAMPLER" $D "$T_TMP/samples" 90 &
         spid=$!
-        start_domain $D || { kill $evpid $spid; return 1; }
-        wait_state $D tuned 30
-        sleep 1
-        final=$(vcpu_final)
+        if start_domain $D && wait_state $D tuned 30; then
+                sleep 1
+                final=$(vcpu_final)
+        else
+                rc=1
+        fi
         kill $spid $evpid 2>/dev/null
         wait $spid $evpid 2>/dev/null
-        python3 "$ANALYZE" "$T_TMP/events" "$T_TMP/samples" "$final" >> "$1"
-        $VIRSH destroy $D >/dev/null
-        wait_for 20 gone
+        if [ $rc -eq 0 ]; then
+                python3 "$ANALYZE" "$T_TMP/events" "$T_TMP/samples" "$final" >> "$1"
+        else
+                echo "- - -" >> "$1"
+        fi
+        stop_bench_domain
 }
 
 # stats FILE COLUMN: "median max" of a column (lines with "-" skipped).
@@ -137,11 +148,13 @@ run_path() {    # run_path NAME OUTFILE
         local i
         : > "$2"
         for i in $(seq "$starts"); do
-                one_start "$2" || echo "- - -" >> "$2"
+                one_start "$2"
                 echo "  $1: start $i/$starts: $(tail -n 1 "$2")" >&2
         done
 }
 
+others=$(pgrep -x kvmtuned | wc -l)
+[ "$others" -gt 0 ] && echo "warning: $others other kvmtuned process(es) running: they pin this guest too" >&2
 write_config
 define_domain $D 1 0 'cpu="dedicated" emulator="share" iothreads="shared" numa="none"'
 start_daemon || exit 1

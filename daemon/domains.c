@@ -361,6 +361,28 @@ static int domain_apply(struct daemon *d, virDomainPtr dom, struct domain *dm) {
         return 0;
 }
 
+/* A domain we pinned whose policy became cpu=none floats over every PU again
+ * (its old PUs may be dedicated to someone else next), and loses its record. */
+static void domain_unpin(struct daemon *d, virDomainPtr dom, struct domain *dm) {
+        _cleanup_bitmap_ hwloc_bitmap_t all = topo_online(d->topo);
+        struct pinset p;
+        char reason[PLACEMENT_REASON_MAX] = "";
+
+        pinset_alloc(&p, dm);
+        for (int i = 0; i < p.nvcpu; i++)
+                p.vcpu[i] = hwloc_bitmap_dup(all);
+        for (int i = 0; i < p.niothread; i++)
+                p.iothread[i] = hwloc_bitmap_dup(all);
+        p.emulator = hwloc_bitmap_dup(all);
+        if (apply_pins(d, dom, dm, &p, reason) >= 0)
+                dlog(dm, LOG_INFO, "policy cpu=none: unpinned, it floats over every CPU");
+        pinset_done(&p);
+        pinset_done(&dm->pins);
+        if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL, DOMXML_PLACEMENT_NS,
+                                 VIR_DOMAIN_AFFECT_LIVE) < 0)
+                dlog(dm, LOG_WARNING, "cannot remove its placement record");
+}
+
 static void domain_log_result(const struct domain *dm) {
         _cleanup_free_ char *cpus = NULL;
         hwloc_bitmap_t all;
@@ -434,7 +456,8 @@ int domains_update(struct daemon *d, virDomainPtr dom, bool rescan) {
         if (domain_decide(d, dm, x)) {
                 r = domain_apply(d, dom, dm);
                 domains_follow_pool(d);
-        }
+        } else if (dm->pins.nvcpu > 0 && dm->policy.cpu == POLICY_CPU_NONE)
+                domain_unpin(d, dom, dm);
         domain_log_result(dm);
         return r;
 }

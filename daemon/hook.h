@@ -17,7 +17,36 @@
  *
  * The daemon side (hook.c) never calls libvirt: libvirt holds the domain
  * locked while the hook runs, and any call touching it (even listing all
- * domains) would block until the hook gives up. */
+ * domains) would block until the hook gives up. For the same reason the event
+ * path does not place a booting domain on its RESUMED event (which libvirt
+ * emits before running the hook) but on STARTED (emitted after it).
+ *
+ * Timing: libvirt 9.0 runs the started hook right after resuming the vCPUs
+ * (qemuProcessFinishStartup: start CPUs, save status, hook), not before; the
+ * hook path shortens the unpinned window to the hook's own run (a few ms; the
+ * daemon logs the vCPU ticks it read just before pinning), it cannot make it
+ * zero. bench/hook-window.sh measures it against the event path.
+ *
+ * Memory: with numa=strict the hook writes cpuset.mems of the domain cgroup
+ * and its vcpuN/emulator/iothreadN children, so allocations from then on come
+ * from the chosen nodes; pages already elsewhere are moved with
+ * numa_migrate_pages when the started event applies the placement through
+ * libvirt. (libvirt itself, for <numatune><memory mode='strict'>, restricts
+ * the same cpuset.mems and binds QEMU's memory backends with host-nodes and
+ * policy=bind from the first touch; kvmtuned does not edit the definition,
+ * and libvirt 9.0 refuses a live change of a strict nodeset.)
+ *
+ * Install: `make install` puts the program at $(libvirthookdir)/kvmtuned
+ * (default /etc/libvirt/hooks/qemu.d/kvmtuned with --sysconfdir=/etc).
+ * libvirtd checks whether any qemu hook exists when it starts and on SIGHUP
+ * only: after installing the first hook, restart libvirtd (or send it SIGHUP).
+ * The hook runs with libvirtd's clean environment: KVMTUNED_SOCKET and
+ * KVMTUNED_HOOK_TIMEOUT_MS only matter for a wrapper that sets them.
+ *
+ * Refusal: the daemon answers "refuse" only for a domain whose policy asks
+ * for strict placement; no policy key says so yet (a proposal for the
+ * policy owner: placement = strict | best-effort), so today it never
+ * refuses and every start goes on. */
 #pragma once
 
 #define HOOK_METHOD "kvmtune.v1.Hook"

@@ -37,12 +37,25 @@ for in in "$srcdir"/systemd/*.service.in; do
                 "$(systemd-analyze verify --man=no "$tmp/$unit" 2>&1)"
 done
 
-# The unit make generates carries the install path: check the substitution.
+# The units make generates carry the install path: check the substitution.
+for unit in kvmtuned-hugepages.service kvmtuned.service; do
+        built="$builddir/systemd/$unit"
+        [ -e "$built" ] || continue
+        check "generated $unit has no @...@" "$(grep -n '@[a-z_]*@' "$built")"
+done
 built="$builddir/systemd/kvmtuned-hugepages.service"
 if [ -e "$built" ]; then
-        check "generated kvmtuned-hugepages.service has no @...@" "$(grep -n '@[a-z_]*@' "$built")"
         check "generated unit runs kvmtuned --reserve-hugepages" \
                 "$(grep -q '^ExecStart=/.*/kvmtuned --reserve-hugepages$' "$built" || echo 'no ExecStart line')"
+fi
+built="$builddir/systemd/kvmtuned.service"
+if [ -e "$built" ]; then
+        check "generated kvmtuned.service runs the daemon and checks the config first" \
+                "$(grep -q '^ExecStart=/.*/kvmtuned$' "$built" || echo 'no ExecStart line';
+                   grep -q '^ExecStartPre=/.*/kvmtuned --check-config$' "$built" || echo 'no ExecStartPre line')"
+        check "kvmtuned.service is Type=notify with a watchdog" \
+                "$(grep -q '^Type=notify$' "$built" || echo 'not Type=notify';
+                   grep -q '^WatchdogSec=' "$built" || echo 'no WatchdogSec=')"
 fi
 echo "1..$n"
 exit $failed
