@@ -198,7 +198,7 @@ static int apply_mems_write(const char *root, const char *dir, const char *mems)
 
 /* Children (vcpuN, emulator, iothreadN) must stay inside the parent: widen the
  * parent first, narrow the children, then narrow the parent. */
-static int apply_mems_tree(const char *root, const char *dir, const char *mems) {
+int apply_mems_set(const char *root, const char *dir, const char *mems) {
         _cleanup_free_ char *full = hostfs_path(root, dir), *old = NULL, *path = NULL, *wide = NULL;
         DIR *dh;
         struct dirent *e;
@@ -271,7 +271,7 @@ int apply_numa(struct daemon *d, virDomainPtr dom, const struct domain *dm,
                                 "cannot prefer nodes %s live, memory stays where it is", mems), 0;
         r = dm->pid > 0 ? apply_cgroup_dir(d->sysfs_root, dm->pid, &dir) : -ESRCH;
         if (r >= 0)
-                r = apply_mems_tree(d->sysfs_root, dir, mems);
+                r = apply_mems_set(d->sysfs_root, dir, mems);
         if (r < 0) {
                 snprintf(reason, PLACEMENT_REASON_MAX, "binding memory to nodes %s failed: %s",
                          mems, strerror(-r));

@@ -153,6 +153,9 @@ int apply_numa(struct daemon *d, virDomainPtr dom, const struct domain *dm,
                const struct pinset *p, char reason[PLACEMENT_REASON_MAX]);
 /* Reads the cgroup directory of a QEMU pid (v1 cpuset or v2) below sysfs_root. */
 int apply_cgroup_dir(const char *sysfs_root, pid_t pid, char **ret);
+/* Writes cpuset.mems of a cgroup directory (from apply_cgroup_dir) and of each
+ * child (vcpuN, emulator, iothreadN), keeping children inside the parent. */
+int apply_mems_set(const char *sysfs_root, const char *dir, const char *mems);
 
 /* record.c: the placement record kept in the domain's live metadata. */
 char *record_format(const struct topo *t, const struct domain *dm);

@@ -10,6 +10,7 @@
 
 #include "ctl.h"
 #include "daemon.h"
+#include "hook.h"
 #include "kvmtune/log.h"
 #include "kvmtune/proto.h"
 #include "kvmtune/render.h"
@@ -501,6 +502,7 @@ static const struct ctl_method methods_table[] = {
         { PROTO_METHOD_METRICS, false, methods_metrics },
         { PROTO_METHOD_REBALANCE, true, methods_rebalance },
         { PROTO_METHOD_RELOAD, true, methods_reload },
+        { HOOK_METHOD, true, hook_method },     /* the libvirt qemu hook (hook.c) */
 };
 const struct ctl_method *const daemon_methods = methods_table;
 const int daemon_nmethods = ELEMENTSOF(methods_table);

@@ -212,7 +212,7 @@ static void watch_drop_unseen(struct daemon *d) {
                         char uuid[37];
 
                         memcpy(uuid, d->domains[i]->uuid, sizeof uuid);
-                        domains_release(d, uuid, true);
+                        domains_release(d, uuid, false);
                 }
 }
 

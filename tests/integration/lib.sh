@@ -202,15 +202,23 @@ cpu_list_canon() {
 
 # ---- kvmtuned ----------------------------------------------------------------
 
-write_config() {        # write_config [EXTRA_SECTIONS]: reserved_cpus empty (tiny host)
+# write_config [EXTRA_SECTIONS]: reserved_cpus empty (tiny host). Only this
+# test's domains are managed (cpu = shared unless EXTRA_SECTIONS or metadata
+# say otherwise): every other domain on the host (another test, a benchmark)
+# is left alone, so tests and daemons running side by side do not fight.
+# Set T_MANAGED to the glob of the test's domain names before calling it.
+T_MANAGED=${T_MANAGED:-kvmtuned-test-*}
+write_config() {
         {
                 echo "[libvirt]"
                 echo "uri = $URI"
                 echo "[host]"
                 echo "reserved_cpus ="
                 echo "[defaults]"
-                echo "cpu = shared"
+                echo "cpu = none"
                 printf '%s\n' "${1:-}"
+                echo "[domain \"$T_MANAGED\"]"
+                echo "cpu = shared"
         } > "$T_CONF"
 }
 

@@ -8,12 +8,13 @@
 require_env
 start_libvirtd
 
-A=kvmtuned-test-ded            # metadata: dedicated, strict NUMA (cgroup path)
-B=kvmtuned-test-shr            # no policy: [defaults] cpu = shared
-C=kvmtuned-test-none           # metadata: cpu = none
-D=kvmtuned-test-cfg-db         # [domain "kvmtuned-test-cfg-*"]: dedicated
+A=kvmtuned-test-pl-ded         # metadata: dedicated, strict NUMA (cgroup path)
+B=kvmtuned-test-pl-shr         # no policy: [domain "kvmtuned-test-pl-*"] cpu = shared
+C=kvmtuned-test-pl-none        # metadata: cpu = none
+D=kvmtuned-test-pl-cfg-db      # [domain "kvmtuned-test-pl-cfg-*"]: dedicated
 
-write_config '[domain "kvmtuned-test-cfg-*"]
+T_MANAGED='kvmtuned-test-pl-*'
+write_config '[domain "kvmtuned-test-pl-cfg-*"]
 cpu = dedicated
 emulator = share'
 define_domain $A 1 1 'cpu="dedicated" emulator="share" iothreads="shared" numa="strict"'
@@ -27,11 +28,11 @@ start_domain $A && start_domain $B && start_domain $C
 wait_state $A tuned
 is "$(domain_state $A)" tuned "$A (metadata cpu=dedicated) is tuned"
 wait_state $B shared
-is "$(domain_state $B)" shared "$B (defaults) is shared"
+is "$(domain_state $B)" shared "$B (config glob) is shared"
 wait_state $C ignored
 is "$(domain_state $C)" ignored "$C (metadata cpu=none) is ignored"
 is "$(show $A .policy.source)" metadata "$A policy comes from its metadata"
-is "$(show $B .policy.source)" defaults "$B policy comes from [defaults]"
+is "$(show $B .policy.source)" config "$B policy comes from its [domain] section"
 check_affinity $A
 check_affinity $B
 check_exclusive $A $B

@@ -12,6 +12,7 @@ B=kvmtuned-test-rs-shr
 E=kvmtuned-test-rs-hand
 F=kvmtuned-test-rs-new
 
+T_MANAGED='kvmtuned-test-rs-*'
 write_config
 define_domain $A 1 1 'cpu="dedicated"'
 define_domain $B 1 1
@@ -69,5 +70,16 @@ wait_state $F shared
 is "$(domain_state $F)" shared "a domain started after the libvirtd restart is placed"
 check_affinity $F
 check_exclusive $A $B $F
+
+# SIGHUP: the new config is swapped in and changed domains re-evaluated; a
+# domain we pinned that becomes cpu=none floats over every CPU again.
+write_config "[domain \"$F\"]
+cpu = none"
+kill -HUP "$T_DAEMON_PID"
+wait_state $F ignored
+is "$(domain_state $F)" ignored "SIGHUP: $F follows the new config (cpu=none)"
+is "$(domain_threads $F | awk '{print $3}' | sort -u)" "0-1" "$F is unpinned (floats over every CPU)"
+is "$(domain_state $A)" tuned "$A is untouched by the reload"
+is "$(domain_threads $A; domain_threads $B)" "$before" "the reload moved no other domain"
 
 done_testing
