@@ -26,6 +26,22 @@ T_DAEMON_PID=""
 T_N=0
 T_FAILED=0
 
+# ---- one integration run at a time --------------------------------------------
+
+# Tests (and benchmarks sourcing this file) share one libvirtd, the qemu hook
+# folder and the host's CPUs: two daemons managing the same domains fight over
+# their pins. Every user of lib.sh holds this lock for its whole run; the lock
+# is released when the process exits (daemons started here do not inherit it).
+T_LOCK=${KVMTUNED_TEST_LOCK:-/tmp/kvmtuned-integration.lock}
+t_lock() {
+        command -v flock >/dev/null || return 0
+        exec 9>>"$T_LOCK"
+        if ! flock -n 9; then
+                echo "# waiting for another kvmtuned integration run to finish ($T_LOCK)"
+                flock -w 3600 9 || { echo "Bail out! $T_LOCK is held for over an hour"; exit 1; }
+        fi
+}
+
 # ---- TAP ---------------------------------------------------------------------
 
 ok() {          # ok COND_STATUS DESCRIPTION
@@ -67,6 +83,7 @@ done_testing() {
 
 require_env() {
         [ "$(id -u)" = 0 ] || skip_all "needs root (run: sudo make check-integration)"
+        t_lock
         command -v virsh >/dev/null || skip_all "virsh is not installed"
         command -v jq >/dev/null || skip_all "jq is not installed"
         [ -x /usr/sbin/libvirtd ] || skip_all "libvirtd is not installed"
@@ -93,10 +110,10 @@ wait_for() {    # wait_for SECONDS COMMAND...: polls every 0.2 s
 
 start_libvirtd() {
         if ! pgrep -x virtlogd >/dev/null; then
-                /usr/sbin/virtlogd -d && T_STARTED_VIRTLOGD=1
+                /usr/sbin/virtlogd -d 9>&- && T_STARTED_VIRTLOGD=1
         fi
         if ! pgrep -x libvirtd >/dev/null; then
-                /usr/sbin/libvirtd -d && T_STARTED_LIBVIRTD=1
+                /usr/sbin/libvirtd -d 9>&- && T_STARTED_LIBVIRTD=1
         fi
         wait_for 30 libvirt_up || { echo "Bail out! libvirtd does not answer"; exit 1; }
 }
@@ -108,7 +125,7 @@ restart_libvirtd() {
         pid=$(pgrep -x libvirtd | head -1)
         [ -n "$pid" ] && kill "$pid"
         wait_for 20 sh -c "! kill -0 $pid 2>/dev/null"
-        /usr/sbin/libvirtd -d
+        /usr/sbin/libvirtd -d 9>&-
         wait_for 30 libvirt_up
 }
 
@@ -232,7 +249,7 @@ daemon_up() {
 
 start_daemon() {
         "$BUILDDIR/kvmtuned" --config "$T_CONF" --socket "$T_SOCK" --connect "$URI" --debug \
-                >>"$T_LOG" 2>&1 &
+                >>"$T_LOG" 2>&1 9>&- &
         T_DAEMON_PID=$!
         wait_for 20 daemon_up || { diag "kvmtuned did not come up:"; sed 's/^/#   /' "$T_LOG"; return 1; }
 }
