@@ -108,7 +108,50 @@ wait_for() {    # wait_for SECONDS COMMAND...: polls every 0.2 s
         return 0
 }
 
+# This machine image has /dev/kvm as root:root 0600 (no udev), while the QEMU
+# capabilities libvirt cached were probed with KVM: libvirt then decides on
+# every define/start that its cache is stale and probes QEMU again (30-60 s
+# each). Give /dev/kvm the owner and mode Debian's udev rule gives it, and put
+# the original back at exit.
+T_KVM_MODE=""
+fix_kvm_perms() {
+        [ -c /dev/kvm ] && getent group kvm >/dev/null || return 0
+        [ -n "$T_KVM_MODE" ] && return 0
+        T_KVM_MODE=$(stat -c '%U:%G %a' /dev/kvm)
+        chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
+}
+restore_kvm_perms() {
+        [ -n "$T_KVM_MODE" ] || return 0
+        chown "${T_KVM_MODE% *}" /dev/kvm && chmod "${T_KVM_MODE#* }" /dev/kvm
+}
+
+# A kvmtuned already running on the host (a system service, the demo) would
+# manage the test's domains too: stop it for the run, start it again at exit.
+T_SYSTEM_DAEMON=""
+stop_system_daemon() {
+        local pid
+        pid=$(pgrep -x kvmtuned | head -1)
+        [ -n "$pid" ] || return 0
+        if [ -d /run/systemd/system ] && systemctl -q is-active kvmtuned 2>/dev/null; then
+                T_SYSTEM_DAEMON=systemd
+                systemctl stop kvmtuned
+                return 0
+        fi
+        T_SYSTEM_DAEMON=$(tr '\0' ' ' < "/proc/$pid/cmdline")
+        kill "$pid"
+        wait_for 10 sh -c "! kill -0 $pid 2>/dev/null"
+}
+restart_system_daemon() {
+        case "$T_SYSTEM_DAEMON" in
+        "") ;;
+        systemd) systemctl start kvmtuned ;;
+        *) nohup $T_SYSTEM_DAEMON >>/var/log/kvmtuned-demo.log 2>&1 9>&- & ;;
+        esac
+}
+
 start_libvirtd() {
+        fix_kvm_perms
+        stop_system_daemon
         if ! pgrep -x virtlogd >/dev/null; then
                 /usr/sbin/virtlogd -d 9>&- && T_STARTED_VIRTLOGD=1
         fi
@@ -331,6 +374,8 @@ EOF
 t_cleanup() {
         stop_daemon
         cleanup_domains
+        restart_system_daemon
+        restore_kvm_perms
         if [ "$T_STARTED_LIBVIRTD" = 1 ]; then
                 pkill_pid=$(pgrep -x libvirtd | head -1)
                 [ -n "$pkill_pid" ] && kill "$pkill_pid"
