@@ -47,7 +47,7 @@ for _ in $(seq 50); do virsh -q list >/dev/null 2>&1 && break; sleep 0.2; done
 
 step "the effect on a guest next to two spinning guests (bench/guest-effect.sh)"
 pkill -x kvmtuned 2>/dev/null || true
-BUILDDIR="$top/build/demo" "$top/bench/guest-effect.sh" 10
+BUILDDIR="$top/build/demo" "$top/bench/guest-effect.sh" 10 | grep -v "^#"
 
 step "starting kvmtuned"
 mkdir -p /etc/kvmtuned/kvmtuned.conf.d

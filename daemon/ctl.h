@@ -87,9 +87,20 @@ struct ctl_method {
  *   or {"refused": "reason"} when it would not fit.  Bad params: -EINVAL.
  *
  * kvmtune.v1.Hugepages {} ->
- *   {"nodes": [{"node": 0, "pages": [{"page_kib": 2048, "total": 512,
- *               "free": 100, "reserved": 400}, ...]}, ...]}
- *   (counts in pages; reserved = pages the daemon's domains hold.)
+ *   {"nodes": [{"node": 0, "pages": [{"page_kib": 2048, "size": "2M", "total": 512,
+ *               "free": 100, "reserved": 400,
+ *               "domains": [{"name": "db1", "pages": 400}, ...]}, ...]}, ...]}
+ *   (counts in pages, read from sysfs at the call; free is the kernel's
+ *    free_hugepages; reserved = pages the daemon's placed domains hold, and
+ *    domains says which.)
+ *
+ * kvmtune.v1.HugepagesReserve {"size": "2M"|"1G", "node": 0, "count": 64} ->
+ *   privileged; sets the pool with the checks of kvmtuned --reserve-hugepages
+ *   (never below the pages in use, compaction and retries, read back):
+ *   {"node": 0, "size": "2M", "page_kib": 2048, "requested": 64, "target": 64,
+ *    "in_use": 0, "before": 0, "reserved": 64, "short": 0, "clamped": false,
+ *    "writes": 1, "compactions": 0, "message": "node 0 2M: ..."}
+ *   A node or size the host lacks: -EINVAL; sysfs not writable: "failed".
  *
  * kvmtune.v1.Metrics {} -> {"text": "# HELP ...\n..."}  (Prometheus exposition)
  *

@@ -9,6 +9,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "daemon.h"
+#include "hugepages.h"
 #include "kvmtune/domxml.h"
 #include "kvmtune/hostfs.h"
 #include "kvmtune/log.h"
@@ -244,12 +245,26 @@ static void domain_request(struct daemon *d, const struct domain *dm, const stru
                                 ret->pci_nodes[ret->npci_nodes++] = d->topo->pcis[j].node;
 }
 
+/* Hugepage pools as they are now (daemon/hugepages.h): the pages placed
+ * domains hold, and those this domain's QEMU already holds, count as free for
+ * the engine, which subtracts what is committed. */
+static void domain_refresh_pools(struct daemon *d, const struct domain *dm) {
+        const char *root = hugepages_daemon_root(d->sysfs_root, d->topology_path);
+        int r = hugepages_refresh_topo(d->topo, d->alloc, root, dm->pid);
+
+        if (r < 0)
+                dlog(dm, LOG_WARNING, "cannot read the hugepage pools under %s: %s, placing on the last known counts",
+                     root ? root : "hwloc", strerror(-r));
+}
+
 static int domain_place(struct daemon *d, struct domain *dm, const struct domxml *x) {
         struct request req;
         char reason[PLACEMENT_REASON_MAX] = "";
         int r;
 
         domain_request(d, dm, x, &req);
+        if (req.policy.page != POLICY_PAGE_NONE)
+                domain_refresh_pools(d, dm);
         r = placement_place(d->topo, d->alloc, &req, &dm->plan, reason);
         if (r < 0) {
                 domain_set_state(dm, DOMAIN_UNPLACED, reason[0] ? reason : strerror(-r));
@@ -447,6 +462,7 @@ int domains_update(struct daemon *d, virDomainPtr dom, bool rescan) {
         if (!dm)
                 return log_error("Cannot identify a libvirt domain, skipping it"), -EIO;
         dm->seen = true;
+        dm->hooked = false;
         domain_release_hold(d, dm);
         r = domain_acquire(dom, dm, &x);
         if (r < 0) {
@@ -541,6 +557,7 @@ int domains_place_xml(struct daemon *d, const struct domxml *x, pid_t pid, struc
                 dm = domain_add(d, x->name, x->uuid);
         *ret = dm;
         dm->seen = true;
+        dm->hooked = false;
         domain_release_hold(d, dm);
         domain_facts(dm, x, pid);
         if (!domain_decide(d, dm, x)) {
@@ -618,6 +635,8 @@ static void domain_follow(struct daemon *d, struct domain *dm) {
         virDomainPtr dom;
 
         if (dm->state != DOMAIN_SHARED && dm->state != DOMAIN_UNPLACED && dm->state != DOMAIN_TUNED)
+                return;
+        if (dm->hooked)                 /* its started event applies the current pool */
                 return;
         domain_resolve(d, dm, &p);
         if (!pinset_usable(&p) || pinset_equal(&p, &dm->pins)) {

@@ -11,6 +11,7 @@
 #include "kvmtune/hostfs.h"
 #include "kvmtune/hugepages.h"
 #include "kvmtune/log.h"
+#include "kvmtune/placement.h"
 #include "kvmtune/util.h"
 
 static bool reserve_is_host(const char *root) {
@@ -155,4 +156,82 @@ int hugepages_reserve_main(const struct conf *c, const struct topo *t, const cha
         struct hugepages_host host = { .ops = &hugepages_ops_hostfs, .root = sysfs_root };
 
         return hugepages_reserve_run(c, t, &host);
+}
+
+/* ---- the running daemon's view of the pools --------------------------------- */
+
+static int numa_maps_size(const char *line) {
+        const char *k = strstr(line, " kernelpagesize_kB=");
+        unsigned long long kib;
+
+        if (!k || sscanf(k, " kernelpagesize_kB=%llu", &kib) != 1)
+                return -1;
+        for (int s = 0; s < TOPO_PAGE_SIZES; s++)
+                if (hugepages_size_kib(s) == kib)
+                        return s;
+        return -1;
+}
+
+/* One mapping: "7f..000 bind:0 file=/dev/hugepages/... huge dirty=32 N0=32 kernelpagesize_kB=2048". */
+static uint64_t numa_maps_line(const char *line, const struct topo *t, uint64_t (*ret)[TOPO_PAGE_SIZES]) {
+        int size = numa_maps_size(line);
+        uint64_t found = 0;
+
+        if (size < 0 || !strstr(line, " huge"))
+                return 0;
+        for (const char *p = strstr(line, " N"); p; p = strstr(p + 1, " N")) {
+                unsigned node;
+                unsigned long long pages;
+                int idx;
+
+                if (sscanf(p, " N%u=%llu", &node, &pages) != 2 || (idx = topo_node_by_os(t, node)) < 0)
+                        continue;
+                ret[idx][size] += pages;
+                found += pages;
+        }
+        return found;
+}
+
+uint64_t hugepages_parse_numa_maps(const char *text, const struct topo *t,
+                                   uint64_t (*ret)[TOPO_PAGE_SIZES]) {
+        uint64_t found = 0;
+
+        while (text && *text) {
+                size_t len = strcspn(text, "\n");
+                _cleanup_free_ char *line = xasprintf("%.*s", (int)len, text);
+
+                found += numa_maps_line(line, t, ret);
+                text += len + (text[len] == '\n');
+        }
+        return found;
+}
+
+static void refresh_add_back(struct topo *t, uint64_t (*held)[TOPO_PAGE_SIZES]) {
+        for (int n = 0; n < t->nnode; n++)
+                for (int s = 0; s < TOPO_PAGE_SIZES; s++) {
+                        struct topo_hpool *hp = &t->nodes[n].hp[s];
+                        uint64_t free = hp->free + held[n][s];
+
+                        hp->free = free < hp->total ? free : hp->total;
+                }
+}
+
+int hugepages_refresh_topo(struct topo *t, const struct alloc *a, const char *root, pid_t self_pid) {
+        _cleanup_free_ uint64_t (*held)[TOPO_PAGE_SIZES] = NULL;
+        int r = topo_refresh_memory(t, root);
+
+        if (r < 0 || !root)
+                return r;
+        held = xcalloc((size_t)t->nnode, sizeof *held);
+        for (int n = 0; a && n < t->nnode && n < a->nnode; n++)
+                for (int s = 0; s < TOPO_PAGE_SIZES; s++)
+                        held[n][s] += a->hp_pages[n][s];
+        if (self_pid > 0) {
+                _cleanup_free_ char *path = xasprintf("/proc/%d/numa_maps", (int)self_pid), *text = NULL;
+
+                if (hostfs_read(root, path, &text) >= 0)
+                        hugepages_parse_numa_maps(text, t, held);
+        }
+        refresh_add_back(t, held);
+        return 0;
 }

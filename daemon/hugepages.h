@@ -1,6 +1,8 @@
 /* kvmtuned --reserve-hugepages: the boot-time run of kvmtuned-hugepages.service. */
 #pragma once
 
+#include <sys/types.h>
+
 #include "kvmtune/conf.h"
 #include "kvmtune/hugepages.h"
 #include "kvmtune/topo.h"
@@ -18,3 +20,33 @@ int hugepages_reserve_main(const struct conf *c, const struct topo *t, const cha
  * still where osrelease, mounts and meminfo are read. */
 int hugepages_reserve_run(const struct conf *c, const struct topo *t,
                           const struct hugepages_host *host);
+
+/* ---- the running daemon's view of the pools -----------------------------------
+ *
+ * topo_hpool.free means "free pages not held by a placed domain": the placement
+ * engine subtracts alloc->hp_pages (pages committed to placed domains) from it.
+ * The kernel's free_hugepages already lacks the pages a running QEMU holds, so
+ * a refresh from sysfs adds back the pages committed to placed domains, and
+ * those the QEMU of the domain being (re)placed holds now (its pages are its
+ * own, not someone else's). Between a domain's placement and its QEMU taking
+ * the pages the view is briefly optimistic by that domain's own pages. */
+
+struct alloc;
+
+/* Where the daemon reads and writes pools: its --sysfs-root, else the real
+ * host ("/") unless it runs on a --topology file (NULL: no live pools). */
+static inline const char *hugepages_daemon_root(const char *sysfs_root, const char *topology_path) {
+        return sysfs_root ? sysfs_root : topology_path ? NULL : "/";
+}
+
+/* Adds to ret[node index][size] the hugepages a process maps, from the text of
+ * /proc/PID/numa_maps ("... huge ... N0=32 kernelpagesize_kB=2048"). Nodes t
+ * does not have and sizes other than 2M/1G are skipped. Returns pages found. */
+uint64_t hugepages_parse_numa_maps(const char *text, const struct topo *t,
+                                   uint64_t (*ret)[TOPO_PAGE_SIZES]);
+
+/* Re-reads the pools under root (topo_refresh_memory) and adds back a's
+ * committed pages and the pages process self_pid (0: none) holds, capped at
+ * the pool's total. root NULL: hwloc's counts, nothing added. 0 or negative
+ * errno from topo_refresh_memory. */
+int hugepages_refresh_topo(struct topo *t, const struct alloc *a, const char *root, pid_t self_pid);

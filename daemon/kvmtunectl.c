@@ -39,6 +39,9 @@ struct args {
         /* plan, offline */
         const char *topology, *workload, *sysfs_root;
         bool live_opts, offline_opts;
+        /* hugepages reserve */
+        const char *size, *node, *count;
+        bool reserve_opts;
         char **pos;                     /* command and its arguments */
         int npos;
 };
@@ -392,17 +395,34 @@ static int render_topology(struct json_object *r, FILE *f) {
         return 0;
 }
 
+/* "db1:400,web:16" from [{"name": "db1", "pages": 400}, ...]; "-" when none. */
+static char *hugepages_users(struct json_object *domains) {
+        struct proto_buf b = { 0 };
+
+        for (size_t i = 0; i < jlen(domains); i++) {
+                struct json_object *dm = jidx(domains, i);
+                _cleanup_free_ char *item = xasprintf("%s%s:%lld", i ? "," : "", jstr(dm, "name"),
+                                                      jint(dm, "pages"));
+                proto_buf_append(&b, item, strlen(item));
+        }
+        if (b.len == 0)
+                proto_buf_append(&b, "-", 1);
+        proto_buf_append(&b, "", 1);
+        return b.data;
+}
+
 static int render_hugepages(struct json_object *r, FILE *f) {
         _cleanup_table_ struct table *tb = table_new();
         struct json_object *nodes = jget(r, "nodes");
 
-        table_add_row(tb, "NODE", "SIZE", "TOTAL", "FREE", "RESERVED", NULL);
+        table_add_row(tb, "NODE", "SIZE", "TOTAL", "FREE", "RESERVED", "USED BY", NULL);
         for (size_t n = 0; n < jlen(nodes); n++) {
                 struct json_object *pages = jget(jidx(nodes, n), "pages");
 
                 for (size_t i = 0; i < jlen(pages); i++) {
                         struct json_object *p = jidx(pages, i);
                         _cleanup_free_ char *size = size_format(jint(p, "page_kib"));
+                        _cleanup_free_ char *users = hugepages_users(jget(p, "domains"));
 
                         table_new_row(tb);
                         table_add_cellf(tb, "%lld", jint(jidx(nodes, n), "node"));
@@ -410,9 +430,15 @@ static int render_hugepages(struct json_object *r, FILE *f) {
                         table_add_cellf(tb, "%lld", jint(p, "total"));
                         table_add_cellf(tb, "%lld", jint(p, "free"));
                         table_add_cellf(tb, "%lld", jint(p, "reserved"));
+                        table_add_cell(tb, users);
                 }
         }
         table_print(tb, f);
+        return 0;
+}
+
+static int render_hugepages_reserve(struct json_object *r, FILE *f) {
+        fprintf(f, "%s\n", jstr(r, "message"));
         return 0;
 }
 
@@ -515,12 +541,39 @@ static int params_plan(const struct args *a, struct json_object **ret) {
         return 0;
 }
 
+static int params_hugepages_reserve(const struct args *a, struct json_object **ret) {
+        _cleanup_json_ struct json_object *p = json_object_new_object();
+        long node, count;
+        int size;
+
+        if (!a->size || !a->node || !a->count)
+                return usage_error("hugepages reserve: --size 1G|2M, --node N and --count K are required");
+        size = policy_page_from_string(a->size);
+        if (size <= POLICY_PAGE_NONE)
+                return usage_error("--size: invalid page size '%s' (1G or 2M)", a->size);
+        if (parse_count("--node", a->node, 0, 65535, &node) < 0 ||
+            parse_count("--count", a->count, 0, LONG_MAX, &count) < 0)
+                return -EINVAL;
+        json_object_object_add(p, "size", json_object_new_string(policy_page_to_string(size)));
+        json_object_object_add(p, "node", json_object_new_int((int) node));
+        json_object_object_add(p, "count", json_object_new_int64((int64_t) count));
+        *ret = p;
+        p = NULL;
+        return 0;
+}
+
+/* "hugepages reserve": a sub-command of hugepages (see command_check). */
+static const struct command hugepages_reserve_command = {
+        "hugepages reserve", PROTO_METHOD_HUGEPAGES_RESERVE, 1, 1, params_hugepages_reserve,
+        render_hugepages_reserve,
+};
+
 static const struct command commands[] = {
         { "status",    PROTO_METHOD_STATUS,    0, 0, NULL,        render_status },
         { "list",      PROTO_METHOD_LIST,      0, 0, NULL,        render_list },
         { "show",      PROTO_METHOD_SHOW,      1, 1, params_name, render_show },
         { "topology",  PROTO_METHOD_TOPOLOGY,  0, 0, NULL,        render_topology },
-        { "hugepages", PROTO_METHOD_HUGEPAGES, 0, 0, NULL,        render_hugepages },
+        { "hugepages", PROTO_METHOD_HUGEPAGES, 0, 1, NULL,        render_hugepages },
         { "plan",      PROTO_METHOD_PLAN,      0, 0, params_plan, render_plan },
         { "rebalance", PROTO_METHOD_REBALANCE, 0, 1, params_name, render_rebalance },
         { "reload",    PROTO_METHOD_RELOAD,    0, 0, NULL,        render_reload },
@@ -559,9 +612,11 @@ static int print_result(const struct command *c, bool json, struct json_object *
                 printf("%s\n", json_object_to_json_string_ext(
                         result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                         JSON_C_TO_STRING_NOSLASHESCAPE));
-                return jget(result, "refused") ? EXIT_FAILED : 0;
+                return jget(result, "refused") || jint(result, "short") > 0 ? EXIT_FAILED : 0;
         }
-        return c->render(result, stdout) < 0 ? EXIT_FAILED : 0;
+        if (c->render(result, stdout) < 0)
+                return EXIT_FAILED;
+        return jint(result, "short") > 0 ? EXIT_FAILED : 0;
 }
 
 static int run_command(const struct command *c, const struct args *a) {
@@ -596,7 +651,7 @@ static int run_plan_offline(const struct args *a) {
 
 enum {
         OPT_SOCKET = 0x100, OPT_JSON, OPT_VCPUS, OPT_MEMORY, OPT_IOTHREAD_COUNT,
-        OPT_TOPOLOGY, OPT_WORKLOAD, OPT_SYSFS_ROOT, OPT_NAME,
+        OPT_TOPOLOGY, OPT_WORKLOAD, OPT_SYSFS_ROOT, OPT_NAME, OPT_SIZE, OPT_NODE, OPT_COUNT,
         OPT_POLICY,                     /* + POL_* */
 };
 
@@ -618,6 +673,9 @@ static const struct option options[] = {
         { "topology",       required_argument, NULL, OPT_TOPOLOGY },
         { "workload",       required_argument, NULL, OPT_WORKLOAD },
         { "sysfs-root",     required_argument, NULL, OPT_SYSFS_ROOT },
+        { "size",           required_argument, NULL, OPT_SIZE },
+        { "node",           required_argument, NULL, OPT_NODE },
+        { "count",          required_argument, NULL, OPT_COUNT },
         {}
 };
 
@@ -632,6 +690,9 @@ static void help(void) {
                "  show DOMAIN            one domain in full\n"
                "  topology               NUMA nodes, L3 groups, cores, PUs and the domain holding each\n"
                "  hugepages              hugepages per node and size: total, free, reserved\n"
+               "                         and the domains holding them\n"
+               "  hugepages reserve --size 1G|2M --node N --count K\n"
+               "                         set a node's pool at run time (root)\n"
                "  plan --vcpus N [--memory SIZE] [POLICY OPTIONS]\n"
                "                         where would such a domain go now (asks the daemon)\n"
                "  plan --topology FILE.xml --workload FILE.json [--sysfs-root DIR]\n"
@@ -663,6 +724,12 @@ static void help(void) {
                "  --workload FILE.json   start/stop events to replay (offline)\n"
                "  --sysfs-root DIR       read /sys below DIR (offline)\n"
                "\n"
+               "Hugepages reserve options:\n"
+               "  --size 1G|2M           page size of the pool\n"
+               "  --node N               NUMA node number\n"
+               "  --count K              pages the pool should hold; never set below\n"
+               "                         the pages in use\n"
+               "\n"
                "Exit status: 0 success, 1 the request failed, 2 usage error,\n"
                "3 the daemon cannot be reached.\n");
 }
@@ -681,6 +748,9 @@ static int parse_option(int c, struct args *a) {
         case OPT_TOPOLOGY: a->topology = optarg; a->offline_opts = true; return 0;
         case OPT_WORKLOAD: a->workload = optarg; a->offline_opts = true; return 0;
         case OPT_SYSFS_ROOT: a->sysfs_root = optarg; a->offline_opts = true; return 0;
+        case OPT_SIZE: a->size = optarg; a->reserve_opts = true; return 0;
+        case OPT_NODE: a->node = optarg; a->reserve_opts = true; return 0;
+        case OPT_COUNT: a->count = optarg; a->reserve_opts = true; return 0;
         default:
                 if (c >= OPT_POLICY && c < OPT_POLICY + _POL_MAX) {
                         a->policy[c - OPT_POLICY] = optarg;
@@ -729,6 +799,14 @@ static const struct command *command_check(const struct args *a) {
                 return usage_error("%s: unexpected argument '%s'", c->name, a->pos[c->max_args + 1]), NULL;
         if (!streq(c->name, "plan") && (a->live_opts || a->offline_opts))
                 return usage_error("%s: plan options only apply to the plan command", c->name), NULL;
+        if (streq(c->name, "hugepages") && a->npos > 1) {
+                if (!streq(a->pos[1], "reserve"))
+                        return usage_error("hugepages: unknown sub-command '%s' (reserve)", a->pos[1]), NULL;
+                return &hugepages_reserve_command;
+        }
+        if (a->reserve_opts)
+                return usage_error("%s: --size, --node and --count only apply to hugepages reserve",
+                                   c->name), NULL;
         return c;
 }
 

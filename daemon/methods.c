@@ -11,6 +11,7 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "hook.h"
+#include "hugepages.h"
 #include "kvmtune/log.h"
 #include "kvmtune/proto.h"
 #include "kvmtune/render.h"
@@ -342,16 +343,48 @@ static int methods_plan(void *userdata, struct json_object *params,
 
 /* ---- Hugepages, Metrics -------------------------------------------------------- */
 
+static int methods_page_index(enum policy_page page) {
+        return page == POLICY_PAGE_1G ? TOPO_PAGE_1G : page == POLICY_PAGE_2M ? TOPO_PAGE_2M : -1;
+}
+
+/* The placed domains holding pages of size s on node n, and how many each. */
+static struct json_object *methods_hp_domains_json(struct daemon *d, int n, int s) {
+        struct json_object *arr = json_object_new_array();
+
+        for (int i = 0; i < d->ndomain; i++) {
+                const struct domain *dm = d->domains[i];
+                struct json_object *o;
+                uint64_t pages;
+
+                if (!dm->placed || methods_page_index(dm->plan.page) != s || !dm->plan.node_mem_kib)
+                        continue;
+                pages = dm->plan.node_mem_kib[n] / hugepages_size_kib(s);
+                if (pages == 0)
+                        continue;
+                o = json_object_new_object();
+                jadd(o, "name", jstr(dm->name));
+                jadd(o, "pages", json_object_new_int64((int64_t)pages));
+                json_object_array_add(arr, o);
+        }
+        return arr;
+}
+
+/* free: the kernel's free_hugepages (the topology's free count holds the
+ * placed domains' pages too, daemon/hugepages.h). */
 static struct json_object *methods_hp_node_json(struct daemon *d, int n) {
-        static const unsigned long page_kib[TOPO_PAGE_SIZES] = { 2048, 1048576 };
         struct json_object *o = json_object_new_object(), *pages = json_object_new_array();
 
         for (int s = 0; s < TOPO_PAGE_SIZES; s++) {
+                const struct topo_hpool *hp = &d->topo->nodes[n].hp[s];
+                uint64_t held = d->alloc->hp_pages[n][s];
                 struct json_object *pg = json_object_new_object();
-                jadd(pg, "page_kib", json_object_new_int64((int64_t)page_kib[s]));
-                jadd(pg, "total", json_object_new_int64((int64_t)d->topo->nodes[n].hp[s].total));
-                jadd(pg, "free", json_object_new_int64((int64_t)d->topo->nodes[n].hp[s].free));
-                jadd(pg, "reserved", json_object_new_int64((int64_t)d->alloc->hp_pages[n][s]));
+
+                jadd(pg, "page_kib", json_object_new_int64((int64_t)hugepages_size_kib(s)));
+                jadd(pg, "size", jstr(hugepages_size_name(s)));
+                jadd(pg, "total", json_object_new_int64((int64_t)hp->total));
+                jadd(pg, "free", json_object_new_int64((int64_t)(hp->free > held ? hp->free - held : 0)));
+                jadd(pg, "reserved", json_object_new_int64((int64_t)held));
+                jadd(pg, "domains", methods_hp_domains_json(d, n, s));
                 json_object_array_add(pages, pg);
         }
         jadd(o, "node", json_object_new_int(d->topo->nodes[n].os));
@@ -359,16 +392,108 @@ static struct json_object *methods_hp_node_json(struct daemon *d, int n) {
         return o;
 }
 
+static const char *methods_hp_root(const struct daemon *d) {
+        return hugepages_daemon_root(d->sysfs_root, d->topology_path);
+}
+
 static int methods_hugepages(void *userdata, struct json_object *params,
                              struct json_object **ret_result, char **ret_error) {
         struct daemon *d = userdata;
-        struct json_object *o = json_object_new_object(), *nodes = json_object_new_array();
+        struct json_object *o, *nodes;
+        int r = hugepages_refresh_topo(d->topo, d->alloc, methods_hp_root(d), 0);
 
-        topo_refresh_memory(d->topo, d->sysfs_root);
+        if (r < 0) {
+                *ret_error = xasprintf("cannot read the hugepage pools: %s", strerror(-r));
+                return r == -EINVAL ? -EIO : r;
+        }
+        o = json_object_new_object();
+        nodes = json_object_new_array();
         for (int n = 0; n < d->topo->nnode; n++)
                 json_object_array_add(nodes, methods_hp_node_json(d, n));
         jadd(o, "nodes", nodes);
         *ret_result = o;
+        return 0;
+}
+
+/* ---- HugepagesReserve (privileged) ---------------------------------------------- */
+
+struct methods_reserve_args {
+        int size;
+        unsigned node;
+        uint64_t count;
+};
+
+static int methods_reserve_args(struct daemon *d, struct json_object *params,
+                                struct methods_reserve_args *ret, char **ret_error) {
+        const char *size = methods_param_string(params, "size");
+        int64_t node, count;
+
+        ret->size = size ? hugepages_size_from_string(size) : -EINVAL;
+        if (ret->size < 0 || methods_param_int(params, "node", -1, &node) < 0 || node < 0 ||
+            node > 65535 || methods_param_int(params, "count", -1, &count) < 0 || count < 0 ||
+            count > (INT64_C(1) << 32)) {
+                *ret_error = xstrdup("HugepagesReserve needs \"size\" (\"2M\" or \"1G\"), \"node\" "
+                                     "(a NUMA node number) and \"count\" (pages, 0 or more)");
+                return -EINVAL;
+        }
+        if (topo_node_by_os(d->topo, (unsigned)node) < 0) {
+                *ret_error = xasprintf("no NUMA node %" PRId64 " on this host", node);
+                return -EINVAL;
+        }
+        ret->node = (unsigned)node;
+        ret->count = (uint64_t)count;
+        return 0;
+}
+
+static struct json_object *methods_reserve_json(const struct hugepages_result *res) {
+        struct json_object *o = json_object_new_object();
+        char line[256];
+
+        jadd(o, "node", json_object_new_int((int)res->node_os));
+        jadd(o, "size", jstr(hugepages_size_name(res->size)));
+        jadd(o, "page_kib", json_object_new_int64((int64_t)hugepages_size_kib(res->size)));
+        jadd(o, "requested", json_object_new_int64((int64_t)res->requested));
+        jadd(o, "target", json_object_new_int64((int64_t)res->target));
+        jadd(o, "in_use", json_object_new_int64((int64_t)res->in_use));
+        jadd(o, "before", json_object_new_int64((int64_t)res->before));
+        jadd(o, "reserved", json_object_new_int64((int64_t)res->reserved));
+        jadd(o, "short", json_object_new_int64((int64_t)(hugepages_result_short(res) ?
+                                                          res->target - res->reserved : 0)));
+        jadd(o, "clamped", json_object_new_boolean(res->clamped));
+        jadd(o, "writes", json_object_new_int(res->writes));
+        jadd(o, "compactions", json_object_new_int(res->compactions));
+        jadd(o, "message", jstr(hugepages_format_result(res, line, sizeof line)));
+        return o;
+}
+
+static int methods_hugepages_reserve(void *userdata, struct json_object *params,
+                                     struct json_object **ret_result, char **ret_error) {
+        struct daemon *d = userdata;
+        const char *root = methods_hp_root(d);
+        struct methods_reserve_args a;
+        struct hugepages_result res;
+        char line[256];
+        int r = methods_reserve_args(d, params, &a, ret_error);
+
+        if (r < 0)
+                return r;
+        if (!root) {
+                *ret_error = xstrdup("kvmtuned runs on a --topology file without --sysfs-root: "
+                                     "there are no pools to change");
+                return -EOPNOTSUPP;
+        }
+        r = hugepages_set_pool(root, a.node, a.size, a.count, &res);
+        hugepages_format_result(&res, line, sizeof line);
+        if (r < 0) {
+                log_error("Hugepages reserve: %s", line);
+                *ret_error = xstrdup(line);
+                return r == -ENODEV || r == -EOPNOTSUPP ? -EINVAL : r;
+        }
+        log_info("Hugepages reserve: %s", line);
+        hugepages_refresh_topo(d->topo, d->alloc, root, 0);
+        if (res.reserved > res.before && d->connected)
+                domains_retry_unplaced(d);
+        *ret_result = methods_reserve_json(&res);
         return 0;
 }
 
@@ -499,6 +624,7 @@ static const struct ctl_method methods_table[] = {
         { PROTO_METHOD_TOPOLOGY, false, methods_topology },
         { PROTO_METHOD_PLAN, false, methods_plan },
         { PROTO_METHOD_HUGEPAGES, false, methods_hugepages },
+        { PROTO_METHOD_HUGEPAGES_RESERVE, true, methods_hugepages_reserve },
         { PROTO_METHOD_METRICS, false, methods_metrics },
         { PROTO_METHOD_REBALANCE, true, methods_rebalance },
         { PROTO_METHOD_RELOAD, true, methods_reload },

@@ -36,8 +36,9 @@ static void watch_domain_uuid(virDomainPtr dom, char uuid[VIR_UUID_STRING_BUFLEN
                 uuid[0] = '\0';
 }
 
-/* A start brings RESUMED and STARTED; the first one places the domain. A
- * restore or an incoming migration re-places it even when it is known. */
+/* A start places the domain on STARTED (see watch_on_lifecycle for RESUMED);
+ * a domain the qemu hook placed is confirmed through libvirt then. A restore
+ * or an incoming migration re-places it even when it is known. */
 static void watch_on_started(struct daemon *d, virDomainPtr dom, bool force) {
         char uuid[VIR_UUID_STRING_BUFLEN];
 
@@ -68,7 +69,11 @@ static int watch_on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, i
                 watch_on_started(d, dom, detail != VIR_DOMAIN_EVENT_STARTED_BOOTED);
                 break;
         case VIR_DOMAIN_EVENT_RESUMED:           /* also the end of an incoming migration */
-                watch_on_started(d, dom, detail == VIR_DOMAIN_EVENT_RESUMED_MIGRATED);
+                /* A booting domain is resumed just before libvirt runs its started
+                 * hook with the domain locked: a libvirt call for it now would
+                 * block until the hook gives up (hook.h). STARTED follows the hook. */
+                if (detail == VIR_DOMAIN_EVENT_RESUMED_MIGRATED)
+                        watch_on_started(d, dom, true);
                 break;
         case VIR_DOMAIN_EVENT_STOPPED:           /* shutdown, destroyed, crashed, migrated out */
                 watch_on_gone(d, dom, false);

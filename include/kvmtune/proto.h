@@ -35,6 +35,7 @@
 #define PROTO_METHOD_TOPOLOGY "kvmtune.v1.Topology"
 #define PROTO_METHOD_PLAN "kvmtune.v1.Plan"
 #define PROTO_METHOD_HUGEPAGES "kvmtune.v1.Hugepages"
+#define PROTO_METHOD_HUGEPAGES_RESERVE "kvmtune.v1.HugepagesReserve"
 #define PROTO_METHOD_METRICS "kvmtune.v1.Metrics"
 #define PROTO_METHOD_REBALANCE "kvmtune.v1.Rebalance"
 #define PROTO_METHOD_RELOAD "kvmtune.v1.Reload"
