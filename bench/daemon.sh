@@ -99,7 +99,7 @@ start_all() {
 # placed N: the daemon reports at least N of our domains tuned or shared.
 placed() {
         [ "$(ctl --json list 2>/dev/null | jq --arg p "$P-" \
-                '[.[] | select((.name | startswith($p)) and (.state == "tuned" or .state == "shared"))] | length')" \
+                '[.domains[] | select((.name | startswith($p)) and (.state == "tuned" or .state == "shared"))] | length')" \
                 -ge "$1" ] 2>/dev/null
 }
 
@@ -246,7 +246,7 @@ kill $spid $evpid 2>/dev/null
 wait $spid $evpid 2>/dev/null
 python3 "$ANALYZE" "$T_TMP/events" "$T_LOG" "$T_TMP/samples" "$T_TMP/final" > "$T_TMP/latency"
 states=$(ctl --json list | jq -r --arg p "$P-" \
-        '[.[] | select(.name | startswith($p)) | .state] | group_by(.) | map("\(length) \(.[0])") | join(", ")')
+        '[.domains[] | select(.name | startswith($p)) | .state] | group_by(.) | map("\(length) \(.[0])") | join(", ")')
 
 echo "# 3. idle for ${IDLE}s" >&2
 sleep 3
