@@ -146,6 +146,19 @@ static int hook_fall_back(struct daemon *d, struct domain *dm, const char *reaso
         return 0;
 }
 
+/* placement=strict and no room: libvirt refuses the start and shows the reason.
+ * The allocation is dropped at once; the release hook and the stop event that
+ * follow find nothing to free. */
+static int hook_refuse(struct daemon *d, struct domain *dm, struct json_object **ret_result) {
+        _cleanup_free_ char *uuid = xstrdup(dm->uuid);
+
+        log_dom(LOG_WARNING, dm->name, dm->uuid, "refusing to start (placement=strict): %s", dm->reason);
+        *ret_result = hook_answer(dm, false, dm->reason);
+        json_object_object_add(*ret_result, "refuse", json_object_new_string(dm->reason[0] ? dm->reason : "no room"));
+        domains_forget(d, uuid);
+        return 0;
+}
+
 static int hook_started(struct daemon *d, const struct hook_params *hp, struct json_object **ret_result,
                         char **ret_error) {
         _cleanup_(domxml_freep) struct domxml *x = NULL;
@@ -163,6 +176,8 @@ static int hook_started(struct daemon *d, const struct hook_params *hp, struct j
         r = domains_place_xml(d, x, hp->pid, &dm);
         if (r <= 0)                     /* left alone, or failed (logged): fail open */
                 return *ret_result = hook_answer(dm, false, dm->reason), 0;
+        if (dm->state == DOMAIN_UNPLACED && dm->policy.placement == POLICY_PLACEMENT_STRICT)
+                return hook_refuse(d, dm, ret_result);
         r = qemuproc_apply(d->sysfs_root, hp->pid, &dm->pins, reason, &ticks);
         if (r < 0)
                 return hook_fall_back(d, dm, reason, ret_result);

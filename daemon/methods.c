@@ -260,6 +260,10 @@ static int methods_topology(void *userdata, struct json_object *params,
 
 /* ---- Plan ---------------------------------------------------------------------- */
 
+static const char *methods_hp_root(const struct daemon *d) {
+        return hugepages_daemon_root(d->sysfs_root, d->topology_path);
+}
+
 static int methods_param_int(struct json_object *params, const char *key, int64_t def, int64_t *ret) {
         struct json_object *v;
 
@@ -325,6 +329,8 @@ static int methods_plan(void *userdata, struct json_object *params,
         r = methods_plan_request(d, params, &req, ret_error);
         if (r < 0)
                 return r;
+        if (req.policy.page != POLICY_PAGE_NONE)
+                hugepages_refresh_topo(d->topo, d->alloc, methods_hp_root(d), 0);
         a = alloc_dup(d->alloc);
         r = placement_place(d->topo, a, &req, &p, reason);
         if (r < 0) {
@@ -390,10 +396,6 @@ static struct json_object *methods_hp_node_json(struct daemon *d, int n) {
         jadd(o, "node", json_object_new_int(d->topo->nodes[n].os));
         jadd(o, "pages", pages);
         return o;
-}
-
-static const char *methods_hp_root(const struct daemon *d) {
-        return hugepages_daemon_root(d->sysfs_root, d->topology_path);
 }
 
 static int methods_hugepages(void *userdata, struct json_object *params,

@@ -270,6 +270,7 @@ static const struct conf_key policy_keys[] = {
         { "iothreads", set_policy, "dedicated, emulator, shared" },
         { "numa", set_policy, "strict, preferred, none" },
         { "hugepages", set_policy, "1G, 2M, none" },
+        { "placement", set_policy, "best-effort, strict" },
 };
 static const struct conf_key hugepages_keys[] = {
         { "1G", set_hugepages, "a page count, or NODE:COUNT pairs such as \"0:16 1:16\"" },

@@ -263,11 +263,13 @@ char *domxml_format_policy(const struct policy *p) {
                 { POLICY_KEY_CPU, "cpu" }, { POLICY_KEY_THREADS, "threads" },
                 { POLICY_KEY_EMULATOR, "emulator" }, { POLICY_KEY_IOTHREADS, "iothreads" },
                 { POLICY_KEY_NUMA, "numa" }, { POLICY_KEY_PAGE, "hugepages" },
+                { POLICY_KEY_PLACEMENT, "placement" },
         };
         const char *values[ELEMENTSOF(keys)] = {
                 policy_cpu_to_string(p->cpu), policy_threads_to_string(p->threads),
                 policy_emulator_to_string(p->emulator), policy_iothreads_to_string(p->iothreads),
                 policy_numa_to_string(p->numa), policy_page_to_string(p->page),
+                policy_placement_to_string(p->placement),
         };
         char buf[256] = "<policy";
 

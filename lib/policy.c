@@ -12,6 +12,7 @@ static const char *const emulator_names[] = { "share", "isolate", "vcpus" };
 static const char *const iothreads_names[] = { "shared", "dedicated", "emulator" };
 static const char *const numa_names[] = { "strict", "preferred", "none" };
 static const char *const page_names[] = { "none", "2M", "1G" };
+static const char *const placement_names[] = { "best-effort", "strict" };
 static const char *const source_names[] = { "defaults", "config", "metadata" };
 
 static int lookup(const char *const *names, int n, const char *s) {
@@ -33,6 +34,7 @@ TABLE(threads, threads_names)
 TABLE(emulator, emulator_names)
 TABLE(iothreads, iothreads_names)
 TABLE(numa, numa_names)
+TABLE(placement, placement_names)
 #undef TABLE
 
 const char *policy_page_to_string(enum policy_page v) { return name(page_names, ELEMENTSOF(page_names), v); }
@@ -58,6 +60,7 @@ void policy_init_default(struct policy *ret) {
                 .iothreads = POLICY_IOTHREADS_SHARED,
                 .numa = POLICY_NUMA_PREFERRED,
                 .page = POLICY_PAGE_NONE,
+                .placement = POLICY_PLACEMENT_BEST_EFFORT,
                 .source = POLICY_SOURCE_DEFAULTS,
         };
 }
@@ -69,6 +72,7 @@ void policy_merge(struct policy *base, const struct policy *over) {
         if (over->set & POLICY_KEY_IOTHREADS) base->iothreads = over->iothreads;
         if (over->set & POLICY_KEY_NUMA) base->numa = over->numa;
         if (over->set & POLICY_KEY_PAGE) base->page = over->page;
+        if (over->set & POLICY_KEY_PLACEMENT) base->placement = over->placement;
         base->set |= over->set;
         if (over->set)
                 base->source = over->source;
@@ -89,6 +93,7 @@ int policy_set(struct policy *p, const char *key, const char *value) {
         KEY("numa", policy_numa_from_string, numa, POLICY_KEY_NUMA)
         KEY("hugepages", policy_page_from_string, page, POLICY_KEY_PAGE)
         KEY("page", policy_page_from_string, page, POLICY_KEY_PAGE)
+        KEY("placement", policy_placement_from_string, placement, POLICY_KEY_PLACEMENT)
 #undef KEY
         return -ENOENT;
 }

@@ -67,6 +67,7 @@ struct json_object *render_policy_json(const struct policy *p) {
         json_object_object_add(o, "iothreads", json_object_new_string(policy_iothreads_to_string(p->iothreads)));
         json_object_object_add(o, "numa", json_object_new_string(policy_numa_to_string(p->numa)));
         json_object_object_add(o, "hugepages", json_object_new_string(policy_page_to_string(p->page)));
+        json_object_object_add(o, "placement", json_object_new_string(policy_placement_to_string(p->placement)));
         json_object_object_add(o, "source", json_object_new_string(policy_source_to_string(p->source)));
         return o;
 }

@@ -94,7 +94,7 @@ static int set_start_key(const struct event_ctx *c, struct request *req, const c
                         return -EINVAL;
                 req->iothreads = (int) n;
         } else if (streq(key, "cpu") || streq(key, "threads") || streq(key, "emulator") ||
-                   streq(key, "iothreads") || streq(key, "numa") || streq(key, "page") ||
+                   streq(key, "iothreads") || streq(key, "numa") || streq(key, "page") || streq(key, "placement") ||
                    streq(key, "hugepages"))
                 return set_policy_key(c, req, key, v);
         else

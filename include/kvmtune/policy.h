@@ -7,6 +7,9 @@ enum policy_emulator { POLICY_EMULATOR_SHARE, POLICY_EMULATOR_ISOLATE, POLICY_EM
 enum policy_iothreads { POLICY_IOTHREADS_SHARED, POLICY_IOTHREADS_DEDICATED, POLICY_IOTHREADS_EMULATOR, _POLICY_IOTHREADS_MAX };
 enum policy_numa { POLICY_NUMA_STRICT, POLICY_NUMA_PREFERRED, POLICY_NUMA_NONE, _POLICY_NUMA_MAX };
 enum policy_page { POLICY_PAGE_NONE, POLICY_PAGE_2M, POLICY_PAGE_1G, _POLICY_PAGE_MAX };
+/* best-effort: a domain that cannot be placed runs on the shared pool (unplaced);
+ * strict: the libvirt hook refuses to start it instead. */
+enum policy_placement { POLICY_PLACEMENT_BEST_EFFORT, POLICY_PLACEMENT_STRICT, _POLICY_PLACEMENT_MAX };
 
 enum policy_source { POLICY_SOURCE_DEFAULTS, POLICY_SOURCE_CONFIG, POLICY_SOURCE_METADATA, _POLICY_SOURCE_MAX };
 
@@ -18,6 +21,7 @@ enum {
         POLICY_KEY_IOTHREADS = 1 << 3,
         POLICY_KEY_NUMA = 1 << 4,
         POLICY_KEY_PAGE = 1 << 5,
+        POLICY_KEY_PLACEMENT = 1 << 6,
 };
 
 struct policy {
@@ -27,19 +31,20 @@ struct policy {
         enum policy_iothreads iothreads;
         enum policy_numa numa;
         enum policy_page page;
+        enum policy_placement placement;
         unsigned set;                   /* POLICY_KEY_* given explicitly */
         enum policy_source source;
 };
 
 /* Built-in defaults: cpu=shared threads=prefer emulator=share iothreads=shared
- * numa=preferred hugepages=none. */
+ * numa=preferred hugepages=none placement=best-effort. */
 void policy_init_default(struct policy *ret);
 
 /* Keys set in 'over' replace those of 'base'; source becomes over's. */
 void policy_merge(struct policy *base, const struct policy *over);
 
 /* Lookup by key name ("cpu", "threads", "emulator", "iothreads", "numa",
- * "hugepages"/"page"). Returns 0, -ENOENT for an unknown key, -EINVAL for a bad
+ * "hugepages"/"page", "placement"). Returns 0, -ENOENT for an unknown key, -EINVAL for a bad
  * value. */
 int policy_set(struct policy *p, const char *key, const char *value);
 
@@ -49,6 +54,7 @@ const char *policy_emulator_to_string(enum policy_emulator v);
 const char *policy_iothreads_to_string(enum policy_iothreads v);
 const char *policy_numa_to_string(enum policy_numa v);
 const char *policy_page_to_string(enum policy_page v);
+const char *policy_placement_to_string(enum policy_placement v);
 const char *policy_source_to_string(enum policy_source v);
 int policy_cpu_from_string(const char *s);          /* value or -EINVAL */
 int policy_threads_from_string(const char *s);
@@ -56,4 +62,5 @@ int policy_emulator_from_string(const char *s);
 int policy_iothreads_from_string(const char *s);
 int policy_numa_from_string(const char *s);
 int policy_page_from_string(const char *s);         /* "1G", "2M", "none" */
+int policy_placement_from_string(const char *s);
 unsigned long policy_page_kib(enum policy_page v);  /* 0 for none (4 KiB base pages) */

@@ -132,4 +132,17 @@ is "$(domain_state $A)" tuned "$A is placed once kvmtuned answers again"
 check_affinity $A
 check_exclusive $A $B
 
+# ---- placement=strict: no room, the hook refuses the start --------------------------
+C=kvmtuned-test-hook-strict
+define_domain $C 4 0 'cpu="dedicated" placement="strict"'
+out=$($VIRSH start $C 2>&1)
+rc=$?
+ok "$([ $rc -ne 0 ] && echo 0 || echo 1)" "$C (4 dedicated vCPUs on a 2-PU host, placement=strict) is refused start"
+echo "$out" | grep -q "kvmtuned refuses to start domain '$C'"
+ok $? "virsh start shows kvmtuned's reason"
+diag "$(echo "$out" | tr '\n' ' ')"
+is "$($VIRSH domstate $C 2>/dev/null)" "shut off" "$C is not running"
+is "$(show $C .state 2>/dev/null)" "" "the daemon holds nothing for $C"
+check_affinity $A
+
 done_testing

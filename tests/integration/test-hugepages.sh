@@ -4,8 +4,9 @@
 # /sys/devices/system/node/node0/hugepages/hugepages-2048kB, start a
 # hugepage-backed TCG guest and see the pool's free count drop by its pages
 # and kvmtunectl name it as their user; stop it and see them come back. A
-# guest that asks for more 2M pages than are free is left unplaced with a
-# reason naming the node, the size and what is free.
+# guest that asks for more 2M pages than are free (strict NUMA: no fallback
+# to unbound memory) is left unplaced with a reason naming the node, the size
+# and what is free.
 #
 # Puts back what it changes, also on failure: nr_hugepages of every node, a
 # hugetlbfs mount it made at /dev/hugepages (libvirtd is restarted after the
@@ -19,7 +20,7 @@ HP_DIR=$HP_SYS/node0/hugepages/hugepages-2048kB
 start_libvirtd
 
 A=kvmtuned-test-hp-guest        # <memoryBacking><hugepages/>, 64 MiB: 32 pages
-B=kvmtuned-test-hp-big          # policy hugepages=2M, 256 MiB: more than is free
+B=kvmtuned-test-hp-big          # policy hugepages=2M numa=strict, 256 MiB: more than is free
 T_MANAGED='kvmtuned-test-hp-*'
 
 # ---- what to put back ---------------------------------------------------------
@@ -128,12 +129,12 @@ ok $(echo "$out" | grep -q " $A:32$"; echo $?) "kvmtunectl hugepages table names
 
 # ---- more pages than are free: unplaced, and why -----------------------------
 
-out=$(ctl --json plan --vcpus 1 --memory 256M --cpu shared --hugepages 2M)
+out=$(ctl --json plan --vcpus 1 --memory 256M --cpu shared --numa strict --hugepages 2M)
 ok $([ $? -eq 1 ]; echo $?) "plan for 128 pages with 32 free: refused (exit 1)"
 reason=$(echo "$out" | jq -r .refused)
 ok $(echo "$reason" | grep -q "2M pages.*node 0: 32 pages"; echo $?) "plan refusal names size, node and free pages: $reason"
 
-hugepage_domain $B 256 policy 'cpu="shared" hugepages="2M"'
+hugepage_domain $B 256 policy 'cpu="shared" numa="strict" hugepages="2M"'
 start_domain $B
 wait_state $B unplaced
 is "$(domain_state $B)" unplaced "$B (policy hugepages=2M, 128 pages, 32 free) is unplaced"

@@ -10,7 +10,7 @@
 #include "kvmtune/util.h"
 #include "tap.h"
 
-#define KNOWN_POLICY "(known: cpu, threads, emulator, iothreads, numa, hugepages)"
+#define KNOWN_POLICY "(known: cpu, threads, emulator, iothreads, numa, hugepages, placement)"
 #define KNOWN_SECTIONS "(known: libvirt, host, defaults, domain \"GLOB\", hugepages, daemon)"
 
 static const char *fixtures;

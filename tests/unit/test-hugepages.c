@@ -14,6 +14,7 @@
 #include "../../daemon/hugepages.h"
 #include "kvmtune/hostfs.h"
 #include "kvmtune/hugepages.h"
+#include "kvmtune/placement.h"
 #include "kvmtune/util.h"
 #include "tap.h"
 
@@ -573,6 +574,97 @@ out:
         fixture_remove(root);
 }
 
+/* --- the running daemon's view of the pools -------------------------------- */
+
+static const char numa_maps[] =
+        "55aa00000000 default file=/usr/bin/qemu-system-x86_64 mapped=10 N0=10 kernelpagesize_kB=4\n"
+        "7f0000000000 bind:1 file=/dev/hugepages/libvirt/qemu/1-db/qemu_back_mem.pc.ram huge "
+        "dirty=6 N1=6 kernelpagesize_kB=2048\n"
+        "7f1000000000 default file=/dev/hugepages1G/x huge dirty=2 N0=1 N1=1 kernelpagesize_kB=1048576\n"
+        "7f2000000000 default file=/dev/hugepages/y huge dirty=5 N7=5 kernelpagesize_kB=2048\n"
+        "7f3000000000 default anon=512 dirty=512 N1=512 kernelpagesize_kB=4\n"
+        "garbage\n";
+
+static int write_file(const char *path, const char *text) {
+        _cleanup_fclose_ FILE *f = fopen(path, "w");
+
+        if (!f || fputs(text, f) < 0)
+                return -errno;
+        return 0;
+}
+
+static void test_numa_maps(const struct topo *t) {
+        uint64_t (*held)[TOPO_PAGE_SIZES] = xcalloc((size_t)t->nnode, sizeof *held);
+
+        is_int((int)hugepages_parse_numa_maps(numa_maps, t, held), 8,
+               "numa_maps: 8 hugepages on known nodes (base pages, node 7, garbage skipped)");
+        ok(held[1][TOPO_PAGE_2M] == 6 && held[0][TOPO_PAGE_2M] == 0, "numa_maps: 6 2M pages on node 1");
+        ok(held[0][TOPO_PAGE_1G] == 1 && held[1][TOPO_PAGE_1G] == 1, "numa_maps: one 1G page per node");
+        is_int((int)hugepages_parse_numa_maps("", t, held), 0, "numa_maps: empty text");
+        is_int((int)hugepages_parse_numa_maps(NULL, t, held), 0, "numa_maps: NULL text");
+        free(held);
+}
+
+static void test_refresh_topo(void) {
+        const char *topos = getenv("TOPOLOGIES");
+        _cleanup_free_ char *xml = NULL, *maps = NULL, *dir = NULL, *cmd = NULL;
+        char *root = fixture_copy("hp-2node");
+        struct topo *t = NULL;
+        struct alloc *a = NULL;
+
+        if (!topos || !root) {
+                ok(1, "# SKIP TOPOLOGIES not set or no fixture copy");
+                fixture_remove(root);
+                return;
+        }
+        xml = xasprintf("%s/2s-xeon-platinum8168-skylake-smt.xml", topos);
+        if (topo_load(TOPO_SOURCE_XML, xml, root, &t) < 0) {
+                ok(0, "2-socket Skylake with hp-2node sysfs");
+                fixture_remove(root);
+                return;
+        }
+        test_numa_maps(t);
+        a = alloc_new(t);
+        is_int(hugepages_daemon_root(NULL, NULL) != NULL && streq(hugepages_daemon_root(NULL, NULL), "/"),
+               1, "daemon root: live host without --sysfs-root is /");
+        ok(hugepages_daemon_root(NULL, xml) == NULL, "daemon root: a --topology file has no live pools");
+        ok(streq(hugepages_daemon_root(root, xml), root), "daemon root: --sysfs-root wins");
+
+        is_int(hugepages_refresh_topo(t, a, root, 0), 0, "refresh, nothing committed");
+        ok(t->nodes[1].hp[TOPO_PAGE_2M].total == 512 && t->nodes[1].hp[TOPO_PAGE_2M].free == 500,
+           "node 1 2M: 512 pages, 500 free as sysfs says");
+        a->hp_pages[1][TOPO_PAGE_2M] = 10;
+        a->hp_pages[1][TOPO_PAGE_1G] = 1;
+        is_int(hugepages_refresh_topo(t, a, root, 0), 0, "refresh with pages committed to placed domains");
+        is_int((int)t->nodes[1].hp[TOPO_PAGE_2M].free, 510, "committed 2M pages are added back: 510");
+        is_int((int)t->nodes[1].hp[TOPO_PAGE_1G].free, 3, "committed 1G page is added back: 3");
+        a->hp_pages[1][TOPO_PAGE_2M] = 20;
+        hugepages_refresh_topo(t, a, root, 0);
+        is_int((int)t->nodes[1].hp[TOPO_PAGE_2M].free, 512, "never more free than the pool holds");
+
+        dir = xasprintf("%s/proc/4242", root);
+        maps = xasprintf("%s/numa_maps", dir);
+        cmd = xasprintf("mkdir -p '%s'", dir);
+        ok(system(cmd) == 0, "fake /proc/4242");
+        is_int(write_file(maps, numa_maps), 0, "fake numa_maps");
+        a->hp_pages[1][TOPO_PAGE_2M] = 0;
+        a->hp_pages[1][TOPO_PAGE_1G] = 0;
+        is_int(hugepages_refresh_topo(t, a, root, 4242), 0, "refresh for the domain of pid 4242");
+        is_int((int)t->nodes[1].hp[TOPO_PAGE_2M].free, 506, "its own 6 pages on node 1 count as free for it");
+        is_int((int)t->nodes[1].hp[TOPO_PAGE_1G].free, 3, "its own 1G page on node 1 too");
+        is_int(hugepages_refresh_topo(t, a, root, 4343), 0, "a pid without numa_maps: nothing added");
+        is_int((int)t->nodes[1].hp[TOPO_PAGE_2M].free, 500, "back to sysfs' 500");
+
+        free(cmd);
+        cmd = xasprintf("echo many > '%s/sys/devices/system/node/node1/hugepages/"
+                                    "hugepages-2048kB/free_hugepages'", root);
+        ok(system(cmd) == 0, "corrupt free_hugepages");
+        is_int(hugepages_refresh_topo(t, a, root, 0), -EINVAL, "a corrupt pool file: -EINVAL");
+        alloc_free(a);
+        topo_free(t);
+        fixture_remove(root);
+}
+
 int main(void) {
         fixtures = getenv("FIXTURES");
         if (!fixtures)
@@ -591,5 +683,6 @@ int main(void) {
         test_reserve_node_syntax();
         test_surplus();
         test_real_config_and_topology();
+        test_refresh_topo();
         return tap_done();
 }

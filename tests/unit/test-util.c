@@ -41,6 +41,11 @@ static void test_policy(void) {
         ok(p.source == POLICY_SOURCE_METADATA, "merge takes the source");
         is_int(policy_page_kib(p.page), 1048576, "1G page is 1 GiB");
         is_int(policy_page_from_string("2Mi"), POLICY_PAGE_2M, "Kubernetes spelling 2Mi");
+        is_int(p.placement, POLICY_PLACEMENT_BEST_EFFORT, "default placement is best-effort");
+        ok(policy_set(&over, "placement", "strict") == 0, "set placement=strict");
+        ok(policy_set(&over, "placement", "maybe") == -EINVAL, "bad placement value refused");
+        policy_merge(&p, &over);
+        is_str(policy_placement_to_string(p.placement), "strict", "merge takes placement");
 }
 
 int main(void) {
