@@ -114,7 +114,8 @@ int domains_update(struct daemon *d, virDomainPtr dom, bool rescan);
  * table, then the shared pool follows and unplaced domains are retried. */
 void domains_release(struct daemon *d, const char *uuid, bool undefined);
 /* Releases and drops a domain without any libvirt call (the hook); returns
- * whether it held PUs (then the caller runs retry_unplaced + follow_pool). */
+ * whether it held PUs or hugepages (then the caller runs retry_unplaced +
+ * follow_pool). */
 bool domains_forget(struct daemon *d, const char *uuid);
 /* Tries again to place every unplaced domain (libvirt calls). */
 void domains_retry_unplaced(struct daemon *d);

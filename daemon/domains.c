@@ -610,7 +610,8 @@ bool domains_forget(struct daemon *d, const char *uuid) {
 
         if (!dm)
                 return false;
-        held = (dm->placed && dm->plan.dedicated) || dm->hand_cpus;
+        /* hugepages committed count too: an unplaced domain may fit now */
+        held = (dm->placed && (dm->plan.dedicated || dm->plan.page != POLICY_PAGE_NONE)) || dm->hand_cpus;
         domain_release_hold(d, dm);
         domain_remove(d, dm);
         return held;

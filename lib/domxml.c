@@ -25,16 +25,7 @@ static inline void domxml_freep(struct domxml **d) { domxml_free(*d); }
 #define _cleanup_xmldoc_ _cleanup_(xmlFreeDocp)
 #define _cleanup_xmlchar_ _cleanup_(xmlFreep)
 
-static _printf_(3, 4) int fail(char *err, size_t errlen, const char *fmt, ...) {
-        va_list ap;
-
-        if (err && errlen > 0) {
-                va_start(ap, fmt);
-                vsnprintf(err, errlen, fmt, ap);
-                va_end(ap);
-        }
-        return -EINVAL;
-}
+#define fail(err, errlen, ...) error_set((err), (errlen), -EINVAL, __VA_ARGS__)
 
 /* ---- tree helpers: libvirt's own elements carry no namespace ---------------- */
 

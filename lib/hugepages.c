@@ -137,16 +137,7 @@ static void hugepages_plan_add(struct hugepages_plan *p, unsigned node_os, int s
         p->targets[p->ntarget++] = (struct hugepages_target){ node_os, size, count };
 }
 
-static _printf_(3, 4) int hugepages_plan_error(char *err, size_t errlen, const char *fmt, ...) {
-        va_list ap;
-
-        if (err && errlen > 0) {
-                va_start(ap, fmt);
-                vsnprintf(err, errlen, fmt, ap);
-                va_end(ap);
-        }
-        return -EINVAL;
-}
+#define hugepages_plan_error(err, errlen, ...) error_set((err), (errlen), -EINVAL, __VA_ARGS__)
 
 static bool hugepages_plan_has(const struct hugepages_plan *p, unsigned node_os, int size) {
         for (int i = 0; i < p->ntarget; i++)

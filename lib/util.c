@@ -28,6 +28,17 @@ char *xasprintf(const char *fmt, ...) {
         return s;
 }
 
+int error_set(char *err, size_t errlen, int r, const char *fmt, ...) {
+        va_list ap;
+
+        if (err && errlen > 0) {
+                va_start(ap, fmt);
+                vsnprintf(err, errlen, fmt, ap);
+                va_end(ap);
+        }
+        return r;
+}
+
 static int unit_shift(char u, unsigned *ret_shift) {
         switch (u) {
         case 'k': case 'K': *ret_shift = 0; return 0;

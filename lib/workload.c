@@ -22,16 +22,7 @@ static inline void table_freep(struct table **tb) { table_free(*tb); }
 #define _cleanup_json_ _cleanup_(json_putp)
 #define _cleanup_bitmap_ _cleanup_(bitmap_freep)
 
-static _printf_(3, 4) int fail(char *err, size_t errlen, const char *fmt, ...) {
-        va_list ap;
-
-        if (err && errlen > 0) {
-                va_start(ap, fmt);
-                vsnprintf(err, errlen, fmt, ap);
-                va_end(ap);
-        }
-        return -EINVAL;
-}
+#define fail(err, errlen, ...) error_set((err), (errlen), -EINVAL, __VA_ARGS__)
 
 /* ---- parsing: one event -------------------------------------------------------------- */
 

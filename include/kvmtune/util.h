@@ -27,6 +27,10 @@ static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
 
 static inline int streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
 
+/* Writes a message into err (errlen bytes; err may be NULL) and returns r: for
+ * "return error_set(err, errlen, -EINVAL, "line %d: ...", n);". */
+int error_set(char *err, size_t errlen, int r, const char *fmt, ...) _printf_(4, 5);
+
 /* Parse "16G", "512M", "1024k", "4096" (bytes) into KiB. Returns 0 or -EINVAL. */
 int parse_size_kib(const char *s, unsigned long long *ret_kib);
 /* Format KiB as "16G", "2M", "4k" (exact units only, else KiB). buf >= 32 bytes. */

@@ -89,6 +89,21 @@ run plan --topology x.xml
 ok "plan --topology without --workload: exit 2" rc_is 2
 run plan --topology x.xml --workload y.json --vcpus 2
 ok "offline and live plan options mixed: exit 2" rc_is 2
+run hugepages reserve --size 2M --node 0
+ok "hugepages reserve without --count: exit 2" rc_is 2
+ok "hugepages reserve without --count: says what is needed" err_has "--count K are required"
+run hugepages reserve --size 3M --node 0 --count 1
+ok "hugepages reserve --size 3M: exit 2" rc_is 2
+run hugepages reserve --size 2M --node -1 --count 1
+ok "hugepages reserve --node -1: exit 2" rc_is 2
+run hugepages reserve --size 2M --node 0 --count lots
+ok "hugepages reserve --count lots: exit 2" rc_is 2
+run hugepages grow
+ok "hugepages with an unknown sub-command: exit 2" rc_is 2
+run status --count 3
+ok "reserve options on another command: exit 2" rc_is 2
+run hugepages --size 2M
+ok "reserve options on the hugepages listing: exit 2" rc_is 2
 
 # --- no daemon -----------------------------------------------------------------
 run --socket "$TMP/none.sock" status
@@ -151,7 +166,7 @@ ok "topology: second node" out_has "^1  *16G$"
 
 run hugepages
 ok "hugepages: exit 0" rc_is 0
-ok "hugepages: rows per node and size" out_has "^0  *1G  *8  *0  *8$"
+ok "hugepages: rows per node and size" out_has "^0  *1G  *8  *0  *8  *-$"
 
 run metrics
 ok "metrics: exit 0" rc_is 0
@@ -233,6 +248,66 @@ ok "kvmtuned metrics: Prometheus text" out_has "^# TYPE "
 kill "$FAKE_PID"; wait "$FAKE_PID" 2>/dev/null; FAKE_PID=
 ok "kvmtuned removed its socket at exit" test ! -e "$TMP/real.sock"
 
+# --- hugepages against the real kvmtuned on a fixture sysfs tree -----------------
+# hp-2node: node 1 2M 512 pages (500 free), node 1 1G 4 pages (2 free).
+cp -R "$FIXTURES/hp-2node" "$TMP/hp"
+HP2M=sys/devices/system/node/node0/hugepages/hugepages-2048kB
+HP1G=sys/devices/system/node/node1/hugepages/hugepages-1048576kB
+"$BUILDDIR/kvmtuned" --socket "$TMP/hp.sock" --connect test:///default --config "$TMP/empty.conf" \
+        --sysfs-root "$TMP/hp" --topology "$TOPOLOGIES/2s-xeon-platinum8168-skylake-smt.xml" \
+        2>"$TMP/kvmtuned-hp.log" &
+FAKE_PID=$!
+wait_socket "$TMP/hp.sock"
+ok "kvmtuned on hp-2node listening" test -S "$TMP/hp.sock"
+run --socket "$TMP/hp.sock" --json hugepages
+ok "kvmtuned hugepages: exit 0" rc_is 0
+ok "kvmtuned hugepages: node 1 2M as sysfs says" json_is \
+        '[(p["total"], p["free"], p["reserved"], p["domains"]) for n in d["nodes"] if n["node"] == 1 for p in n["pages"] if p["size"] == "2M"]' \
+        "[(512, 500, 0, [])]"
+run --socket "$TMP/hp.sock" hugepages
+ok "kvmtuned hugepages: table with the domains column" out_has "^1  *2M  *512  *500  *0  *-$"
+if [ "$uid" -eq 0 ]; then
+        run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 64
+        ok "hugepages reserve: exit 0" rc_is 0
+        ok "hugepages reserve: the result line" out_has "^node 0 2M: 64 requested, 64 reserved$"
+        ok "hugepages reserve: written under the sysfs root" test "$(cat "$TMP/hp/$HP2M/nr_hugepages")" = 64
+        run --socket "$TMP/hp.sock" --json hugepages
+        ok "hugepages after reserve: the pool is re-read" json_is \
+                '[p["total"] for n in d["nodes"] if n["node"] == 0 for p in n["pages"] if p["size"] == "2M"]' "[64]"
+        run --socket "$TMP/hp.sock" hugepages reserve --size 1G --node 1 --count 0
+        ok "hugepages reserve below the pages in use: exit 0" rc_is 0
+        ok "hugepages reserve below the pages in use: clamped" out_has "0 requested, 2 reserved (clamped: 2 pages in use"
+        ok "clamped pool written as 2" test "$(cat "$TMP/hp/$HP1G/nr_hugepages")" = 2
+        run --socket "$TMP/hp.sock" --json hugepages reserve --size 1G --node 0 --count 3
+        ok "hugepages reserve --json: the result object" json_is \
+                '(d["node"], d["size"], d["requested"], d["reserved"], d["short"], d["clamped"])' \
+                "(0, '1G', 3, 3, 0, False)"
+        run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 5 --count 1
+        ok "hugepages reserve on a missing node: exit 1" rc_is 1
+        ok "hugepages reserve on a missing node: named" err_has "no NUMA node 5"
+        rm "$TMP/hp/$HP2M/nr_hugepages"
+        run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 8
+        ok "hugepages reserve on a pool sysfs lacks: exit 1" rc_is 1
+        ok "hugepages reserve on a pool sysfs lacks: says so" err_has "node 0 2M: 8 requested, error: "
+else
+        run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 64
+        ok "hugepages reserve as a non-root user: exit 1" rc_is 1
+        ok "hugepages reserve as a non-root user: permission denied" err_has "permission denied"
+        ok "hugepages reserve as a non-root user: nothing written" test "$(cat "$TMP/hp/$HP2M/nr_hugepages")" = 0
+fi
+kill "$FAKE_PID"; wait "$FAKE_PID" 2>/dev/null; FAKE_PID=
+
+"$BUILDDIR/kvmtuned" --socket "$TMP/hp.sock" --connect test:///default --config "$TMP/empty.conf" \
+        --topology "$TOPOLOGIES/2s-xeon-platinum8168-skylake-smt.xml" 2>>"$TMP/kvmtuned-hp.log" &
+FAKE_PID=$!
+wait_socket "$TMP/hp.sock"
+if [ "$uid" -eq 0 ]; then
+        run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 1
+        ok "hugepages reserve on a --topology file without --sysfs-root: exit 1" rc_is 1
+        ok "hugepages reserve without live pools: says why" err_has "no pools to change"
+fi
+kill "$FAKE_PID"; wait "$FAKE_PID" 2>/dev/null; FAKE_PID=
+
 # --- bash completion (without the bash-completion package's helpers) -------------
 "$FAKE" "$SOCK" "$uid" &
 FAKE_PID=$!
@@ -255,6 +330,12 @@ if command -v bash >/dev/null; then
         ok "completion: domain names from the daemon" out_has "^db1 web$"
         complete_words kvmtunectl plan --name ""
         ok "completion: --name offers domain names" out_has "^db1 web$"
+        complete_words kvmtunectl hugepages ""
+        ok "completion: hugepages sub-command" out_has "^reserve$"
+        complete_words kvmtunectl hugepages reserve --s
+        ok "completion: hugepages reserve options" out_has "^--size$"
+        complete_words kvmtunectl hugepages reserve --size ""
+        ok "completion: page sizes" out_has "^1G 2M$"
         complete_words kvmtunectl show db1 ""
         ok "completion: nothing after the domain" test ! -s "$TMP/out" -o "$(cat "$TMP/out")" = ""
 else
