@@ -62,6 +62,15 @@ start_libvirtd
 
 SAMPLER=$T_TMP/sampler.py
 ANALYZE=$T_TMP/analyze.py
+evpid=""
+spid=""
+
+# The event listener and the sampler, then lib.sh's cleanup (daemon, domains).
+bench_cleanup() {
+        [ -n "$spid$evpid" ] && kill $spid $evpid 2>/dev/null
+        t_cleanup
+}
+trap bench_cleanup EXIT
 
 # ---- helpers -----------------------------------------------------------------
 
@@ -254,6 +263,8 @@ for d in $burst; do
 done
 kill $spid $evpid 2>/dev/null
 wait $spid $evpid 2>/dev/null
+spid=""
+evpid=""
 python3 "$ANALYZE" "$T_TMP/events" "$T_LOG" "$T_TMP/samples" "$T_TMP/final" "$P-01" > "$T_TMP/latency"
 states=$(ctl --json list | jq -r --arg p "$P-" \
         '[.domains[] | select(.name | startswith($p)) | .state] | group_by(.) | map("\(length) \(.[0])") | join(", ")')

@@ -15,6 +15,7 @@
 #include "kvmtune/placement.h"
 #include "kvmtune/policy.h"
 #include "kvmtune/topo.h"
+#include "metrics.h"
 
 #define PLACEMENT_RECORD_KEY "kvmtuned-placement"
 
@@ -89,6 +90,8 @@ struct daemon {
         int ndomain;
         struct domain **domains;
         int next_id;
+
+        struct metrics metrics;         /* counters and latencies (metrics.h) */
 };
 
 /* evloop.c: libvirt's event loop implemented on sd-event. Call before

@@ -267,6 +267,7 @@ static int domain_place(struct daemon *d, struct domain *dm, const struct domxml
                 domain_refresh_pools(d, dm);
         r = placement_place(d->topo, d->alloc, &req, &dm->plan, reason);
         if (r < 0) {
+                metrics_observe_unplaced(&d->metrics);
                 domain_set_state(dm, DOMAIN_UNPLACED, reason[0] ? reason : strerror(-r));
                 if (dm->policy.cpu != POLICY_CPU_DEDICATED)
                         return dlog(dm, LOG_ERR, "cannot place it on the shared pool: %s", dm->reason), r;
@@ -359,11 +360,14 @@ static int domain_apply(struct daemon *d, virDomainPtr dom, struct domain *dm) {
         if (!pinset_usable(&p)) {
                 pinset_done(&p);
                 domain_fail(d, dm, "the shared pool is empty: every PU is reserved or dedicated");
+                metrics_observe_apply(&d->metrics, -ENOSPC);
                 return dlog(dm, LOG_ERR, "%s, leaving its pins as they are", dm->reason), -ENOSPC;
         }
         r = apply_pins(d, dom, dm, &p, reason);
+        metrics_observe_pinned(&d->metrics, dm->uuid, r);
         if (r >= 0)
                 r = apply_numa(d, dom, dm, &p, reason);
+        metrics_observe_apply(&d->metrics, r);
         if (r < 0) {
                 pinset_done(&p);
                 domain_fail(d, dm, reason);

@@ -181,6 +181,7 @@ static int hook_started(struct daemon *d, const struct hook_params *hp, struct j
         r = qemuproc_apply(d->sysfs_root, hp->pid, &dm->pins, reason, &ticks);
         if (r < 0)
                 return hook_fall_back(d, dm, reason, ret_result);
+        metrics_observe_hook(&d->metrics);
         log_dom(LOG_INFO, dm->name, dm->uuid, "%s by the started hook: threads and cgroup pinned "
                 "after %ld tick%s of vCPU time", domain_state_to_string(dm->state), ticks, ticks == 1 ? "" : "s");
         *ret_result = hook_answer(dm, true, dm->reason);
@@ -216,6 +217,7 @@ int hook_method(void *userdata, struct json_object *params, struct json_object *
 
         if (r < 0)
                 return r;
+        metrics_hook_begin(&d->metrics);
         r = streq(hp.stage, "release") ? hook_release(d, &hp, ret_result)
                                        : hook_started(d, &hp, ret_result, ret_error);
         took_ms = (now_usec() - start) / 1000;

@@ -499,37 +499,9 @@ static int methods_hugepages_reserve(void *userdata, struct json_object *params,
         return 0;
 }
 
-static char *methods_metrics_text(struct daemon *d) {
-        int c[_DOMAIN_STATE_MAX], dedicated = 0, reserved = 0;
-        _cleanup_bitmap_ hwloc_bitmap_t pool = placement_shared_pool(d->topo, d->alloc, -1);
-        _cleanup_free_ char *states = xstrdup("");
-
-        domains_count(d, c);
-        for (int pu = 0; pu < d->topo->npu; pu++) {
-                dedicated += d->alloc->pu_owner[pu] > 0;
-                reserved += d->alloc->pu_owner[pu] == ALLOC_RESERVED;
-        }
-        for (int s = 0; s < _DOMAIN_STATE_MAX; s++) {
-                char *next = xasprintf("%skvmtuned_domains{state=\"%s\"} %d\n", states,
-                                       domain_state_to_string(s), c[s]);
-                free(states);
-                states = next;
-        }
-        return xasprintf("# HELP kvmtuned_up Whether libvirt is connected.\n# TYPE kvmtuned_up gauge\n"
-                         "kvmtuned_libvirt_connected %d\n"
-                         "# HELP kvmtuned_uptime_seconds Daemon uptime.\n# TYPE kvmtuned_uptime_seconds counter\n"
-                         "kvmtuned_uptime_seconds %" PRIu64 "\n"
-                         "# HELP kvmtuned_domains Domains by state.\n# TYPE kvmtuned_domains gauge\n%s"
-                         "# HELP kvmtuned_cpus Host CPUs by pool.\n# TYPE kvmtuned_cpus gauge\n"
-                         "kvmtuned_cpus{pool=\"reserved\"} %d\nkvmtuned_cpus{pool=\"dedicated\"} %d\n"
-                         "kvmtuned_cpus{pool=\"shared\"} %d\n",
-                         d->connected, methods_uptime_sec(d), states, reserved, dedicated,
-                         hwloc_bitmap_weight(pool));
-}
-
 static int methods_metrics(void *userdata, struct json_object *params,
                            struct json_object **ret_result, char **ret_error) {
-        _cleanup_free_ char *text = methods_metrics_text(userdata);
+        _cleanup_free_ char *text = metrics_render(userdata);
 
         *ret_result = json_object_new_object();
         jadd(*ret_result, "text", jstr(text));

@@ -43,11 +43,14 @@ static void watch_on_started(struct daemon *d, virDomainPtr dom, bool force) {
         char uuid[VIR_UUID_STRING_BUFLEN];
 
         watch_domain_uuid(dom, uuid);
+        metrics_event_begin(&d->metrics, uuid);
         if (!force && domains_find_uuid(d, uuid)) {
                 domains_confirm(d, dom);
+                metrics_event_end(&d->metrics);
                 return;
         }
         domains_update(d, dom, false);
+        metrics_event_end(&d->metrics);
         domains_notify_status(d);
 }
 
@@ -161,6 +164,7 @@ static int watch_connect(struct daemon *d) {
         }
         d->connected = true;
         d->reconnect_delay_usec = 0;
+        metrics_observe_connect(&d->metrics);
         log_info("Connected to libvirt at %s", d->uri);
         return 0;
 }

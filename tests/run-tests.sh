@@ -43,6 +43,13 @@ else
         failed=$((failed + 1)); echo "asan build failed"
 fi
 
+echo "== make distcheck (release tarball builds, passes its unit tests, installs)"
+if (cd "$builddir/default" && make -s distcheck >distcheck.log 2>&1); then
+        passed=$((passed + 1)); echo "PASS: make distcheck"
+else
+        failed=$((failed + 1)); echo "FAIL: make distcheck"; tail -30 "$builddir/default/distcheck.log"
+fi
+
 echo "== integration tests (real libvirtd + QEMU)"
 if [ "$(id -u)" = 0 ]; then
         cd "$builddir/default" && rm -f test-suite.log && make -s check-integration >/dev/null 2>&1
