@@ -271,9 +271,8 @@ static int domain_place(struct daemon *d, struct domain *dm, const struct domxml
                 domain_set_state(dm, DOMAIN_UNPLACED, reason[0] ? reason : strerror(-r));
                 if (dm->policy.cpu != POLICY_CPU_DEDICATED)
                         return dlog(dm, LOG_ERR, "cannot place it on the shared pool: %s", dm->reason), r;
-                dlog(dm, LOG_WARNING, "no room for %d dedicated vCPU%s (%s): kept on the shared pool; "
-                     "free PUs or relax its policy, then run 'kvmtunectl rebalance %s'",
-                     dm->vcpus, dm->vcpus == 1 ? "" : "s", dm->reason, dm->name);
+                dlog(dm, LOG_WARNING, "cannot place it (%s): kept on the shared pool; free CPUs or "
+                     "memory, or relax its policy, then run 'kvmtunectl rebalance %s'", dm->reason, dm->name);
                 return r;
         }
         alloc_commit(d->alloc, d->topo, &dm->plan, dm->id);

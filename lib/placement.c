@@ -921,6 +921,25 @@ static int refuse_cpu(const struct ctx *c, const char *where, char reason[PLACEM
         return -ENOSPC;
 }
 
+/* "; short by 64 pages on node 0": what the roomiest node lacks, so the operator
+ * knows how much to reserve or free there. */
+static void refuse_memory_shortfall(const struct ctx *c, char reason[PLACEMENT_REASON_MAX]) {
+        char buf[32];
+        int best = -1;
+
+        for (int n = 0; n < c->t->nnode; n++)
+                if (c->t->nodes[n].npu > 0 && (best < 0 || c->ncap[n].mem > c->ncap[best].mem))
+                        best = n;
+        if (best < 0 || c->ncap[best].mem >= c->need.m)
+                return;
+        if (c->need.page >= 0)
+                say(reason, "; short by %llu pages on node %u",
+                    (unsigned long long)(c->need.m - c->ncap[best].mem), c->t->nodes[best].os);
+        else
+                say(reason, "; short by %s on node %u",
+                    fmt_kib(c->need.m - c->ncap[best].mem, buf, sizeof buf), c->t->nodes[best].os);
+}
+
 static int refuse_memory(const struct ctx *c, char reason[PLACEMENT_REASON_MAX]) {
         char buf[32];
         bool pages = c->need.page >= 0;
@@ -941,6 +960,7 @@ static int refuse_memory(const struct ctx *c, char reason[PLACEMENT_REASON_MAX])
         }
         if (pages)
                 say(reason, " pages");
+        refuse_memory_shortfall(c, reason);
         return -ENOSPC;
 }
 

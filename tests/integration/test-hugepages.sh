@@ -118,7 +118,7 @@ ok $(echo "$out" | grep -q "^0  *2M  *64  *64  *0  *-$"; echo $?) "kvmtunectl hu
 out=$(ctl --json plan --vcpus 1 --memory 256M --cpu dedicated --numa strict --hugepages 2M)
 ok $([ $? -eq 1 ]; echo $?) "plan for 128 pages with 64 free: refused (exit 1)"
 reason=$(echo "$out" | jq -r .refused)
-ok $(echo "$reason" | grep -q "needs 256 MiB of 2M pages; free: node 0: 64 pages"; echo $?) \
+ok $(echo "$reason" | grep -q "needs 256 MiB of 2M pages; free: node 0: 64 pages; short by 64 pages on node 0"; echo $?) \
         "plan refusal names size, node and free pages: $reason"
 
 hugepage_domain $B 256 policy 'cpu="dedicated" numa="strict" hugepages="2M"'
@@ -126,7 +126,7 @@ start_domain $B
 wait_state $B unplaced
 is "$(domain_state $B)" unplaced "$B (policy hugepages=2M, 128 pages, 64 free) is unplaced"
 reason=$(show $B .reason)
-ok $(echo "$reason" | grep -q "needs 256 MiB of 2M pages; free: node 0: 64 pages"; echo $?) \
+ok $(echo "$reason" | grep -q "needs 256 MiB of 2M pages; free: node 0: 64 pages; short by 64 pages on node 0"; echo $?) \
         "$B says why, naming size, node and free pages: $reason"
 is "$(ctl_used_by $B)" 0 "$B holds no pages in kvmtunectl hugepages"
 $VIRSH destroy $B >/dev/null

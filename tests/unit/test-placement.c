@@ -318,7 +318,7 @@ static void test_memory(void) {
         r = req_new(2, "numa=strict");
         r.memory_kib = 200 * GIB;
         is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "200 GiB refused");
-        is_str(why, "needs 200 GiB of memory; free: node 0: 56 GiB, node 1: 4 GiB", "base memory refusal");
+        is_str(why, "needs 200 GiB of memory; free: node 0: 56 GiB, node 1: 4 GiB; short by 144 GiB on node 0", "base memory refusal");
         alloc_release(h.a, h.t, &h.plans[1], 2);
         is_int(h.a->mem_kib[1], 0, "release gives node 1's memory back");
         host_close(&h);
@@ -336,7 +336,7 @@ static void test_hugepages(void) {
         r = req_new(4, "hugepages=1G numa=strict");
         r.memory_kib = 16 * GIB;
         is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "16 GiB of 1G pages refused");
-        is_str(why, "needs 16 GiB of 1G pages; free: node 0: 4, node 1: 8 pages", "hugepage refusal");
+        is_str(why, "needs 16 GiB of 1G pages; free: node 0: 4, node 1: 8 pages; short by 8 pages on node 1", "hugepage refusal");
         r.memory_kib = 6 * GIB;
         is_int(host_place(&h, &r, why), 0, "6 GiB of 1G pages");
         is_int(last(&h)->nodes[0], 1, "on node 1, the only node with 6 free pages");
@@ -350,7 +350,7 @@ static void test_hugepages(void) {
         r = req_new(2, "hugepages=2M numa=strict");
         r.memory_kib = 4 * GIB;
         is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "2M pages with no 2M pool refused");
-        is_str(why, "needs 4 GiB of 2M pages; free: node 0: 0, node 1: 0 pages", "2M refusal");
+        is_str(why, "needs 4 GiB of 2M pages; free: node 0: 0, node 1: 0 pages; short by 2048 pages on node 0", "2M refusal");
         r = req_new(2, "hugepages=none numa=strict");
         r.memory_kib = 61 * GIB;
         is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), 0, "base pages exclude the 1G pools");
