@@ -44,6 +44,15 @@ else
         pgrep -x libvirtd >/dev/null || /usr/sbin/libvirtd -d
 fi
 for _ in $(seq 50); do virsh -q list >/dev/null 2>&1 && break; sleep 0.2; done
+# libvirtd looks for new hooks (qemu.d/kvmtuned, just installed) when reloaded.
+if systemd_running; then systemctl reload libvirtd; else kill -HUP "$(pgrep -x libvirtd | head -1)"; fi
+sleep 1
+for _ in $(seq 50); do virsh -q list >/dev/null 2>&1 && break; sleep 0.2; done
+# Without udev (containers, some VMs) /dev/kvm stays root-only, and libvirt then
+# probes QEMU again on every start (30-60 s each): give it Debian's udev mode.
+if [ -c /dev/kvm ] && [ "$(stat -c %G /dev/kvm)" != kvm ] && getent group kvm >/dev/null; then
+        chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
+fi
 
 step "the effect on a guest next to two spinning guests (bench/guest-effect.sh)"
 pkill -x kvmtuned 2>/dev/null || true

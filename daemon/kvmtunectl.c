@@ -173,7 +173,7 @@ static char *size_format(long long kib) {
 }
 
 static void kv(FILE *f, const char *key, const char *value) {
-        fprintf(f, "%-11s %s\n", key, value);
+        fprintf(f, "%-15s %s\n", key, value);
 }
 
 static void kv_free(FILE *f, const char *key, char *value) {
@@ -211,9 +211,11 @@ static int render_status(struct json_object *r, FILE *f) {
         kv_free(f, "uptime:", uptime_format(jint(r, "uptime_sec")));
         kv_free(f, "libvirt:", xasprintf("%s (%s)", jstr(lv, "uri"),
                 json_object_get_boolean(jget(lv, "connected")) ? "connected" : "disconnected"));
-        kv_free(f, "reserved:", cpus_format(jget(pools, "reserved")));
-        kv_free(f, "shared:", cpus_format(jget(pools, "shared")));
-        kv_free(f, "dedicated:", cpus_format(jget(pools, "dedicated")));
+        if (jstr(r, "host"))
+                kv(f, "host:", jstr(r, "host"));
+        kv_free(f, "reserved CPUs:", cpus_format(jget(pools, "reserved")));
+        kv_free(f, "shared CPUs:", cpus_format(jget(pools, "shared")));
+        kv_free(f, "dedicated CPUs:", cpus_format(jget(pools, "dedicated")));
         kv_free(f, "domains:", counts_format(jget(r, "domains")));
         return 0;
 }
@@ -312,9 +314,9 @@ static void render_placement(struct json_object *d, FILE *f) {
                 kv_free(f, "policy:", policy_format(jget(d, "policy")));
         kv_free(f, "memory:", memory_format(jget(d, "memory")));
         kv_free(f, "numa:", nodes_format(d));
-        kv_free(f, "vcpus:", vcpus_format(jget(d, "vcpus")));
-        kv_free(f, "emulator:", place_format(jget(d, "emulator")));
-        kv_free(f, "iothreads:", iothreads_format(jget(d, "iothreads")));
+        kv_free(f, "vcpu CPUs:", vcpus_format(jget(d, "vcpus")));
+        kv_free(f, "emulator CPUs:", place_format(jget(d, "emulator")));
+        kv_free(f, "iothread CPUs:", iothreads_format(jget(d, "iothreads")));
         if (jlen(jget(d, "vcpus")) > 0)
                 render_vcpu_table(jget(d, "vcpus"), f);
 }

@@ -127,7 +127,7 @@ export KVMTUNED_SOCKET="$SOCK"
 run status
 ok "status: exit 0" rc_is 0
 ok "status: libvirt" out_has "^libvirt: *qemu:///system (connected)"
-ok "status: shared pool as a CPU list" out_has "^shared: *2-3,8-11$"
+ok "status: shared pool as a CPU list" out_has "^shared CPUs: *2-3,8-11$"
 ok "status: domain counts" out_has "1 tuned, 1 shared, 0 ignored"
 ok "status: uptime" out_has "1h 2m 5s"
 run --json status
@@ -148,7 +148,7 @@ ok "show: exit 0" rc_is 0
 ok "show: state" out_has "^state: *tuned$"
 ok "show: policy" out_has "^policy: *cpu=dedicated threads=isolate emulator=isolate iothreads=dedicated numa=strict (from metadata)$"
 ok "show: memory" out_has "^memory: *8G in 1G pages$"
-ok "show: iothreads" out_has "^iothreads: *1: 7$"
+ok "show: iothreads" out_has "^iothread CPUs: *1: 7$"
 ok "show: vCPU table" out_has "^  2  *6$"
 run --json show db1
 ok "show --json: SPEC fields" json_is 'sorted(d)' "['emulator', 'iothreads', 'memory', 'name', 'numa', 'policy', 'state', 'uuid', 'vcpus']"
@@ -174,7 +174,7 @@ ok "metrics: Prometheus text as is" out_has '^kvmtuned_domains{state="tuned"} 1$
 
 run plan --vcpus 4 --memory 8G --cpu dedicated --threads isolate --iothread-count 1 --hugepages 1G
 ok "plan: exit 0" rc_is 0
-ok "plan: placement shown" out_has "^vcpus: *4-6$"
+ok "plan: placement shown" out_has "^vcpu CPUs: *4-6$"
 run --json plan --vcpus 4 --memory 8G --cpu dedicated --hugepages 1G
 ok "plan: memory sent in KiB" json_is 'd["params"]["memory_kib"]' 8388608
 ok "plan: policy keys sent" json_is 'd["params"]["cpu"] + d["params"]["hugepages"]' "dedicated1G"
