@@ -1,0 +1,94 @@
+#!/bin/sh
+# kvmtuned under systemd's protocols, without systemd: sd_notify through a
+# datagram socket passed as NOTIFY_SOCKET (READY, STATUS, RELOADING on SIGHUP,
+# WATCHDOG pings when WATCHDOG_USEC is set, STOPPING on SIGTERM, exit 0), and
+# socket activation through systemd-socket-activate (LISTEN_FDS). The daemon
+# talks to libvirt's in-process test driver (test:///default). TAP output.
+
+BUILDDIR=${BUILDDIR:-.}
+n=0
+failed=0
+ok() {  # ok DESCRIPTION COMMAND...: passes when COMMAND succeeds
+        desc=$1; shift
+        n=$((n + 1))
+        if "$@"; then echo "ok $n - $desc"; else echo "not ok $n - $desc"; failed=$((failed + 1)); fi
+}
+
+command -v python3 >/dev/null || { echo "1..0 # SKIP python3 is not installed"; exit 0; }
+TMP=$(mktemp -d /tmp/test-systemd.XXXXXX) || exit 99
+PIDS=
+cleanup() {
+        for p in $PIDS; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+        rm -rf "$TMP"
+}
+trap cleanup EXIT
+: > "$TMP/empty.conf"
+
+# A notify listener: prints every datagram it receives, one per line, until killed.
+cat > "$TMP/listen.py" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+print("listening", flush=True)
+while True:
+    for line in s.recv(4096).decode().split("\n"):
+        if line:
+            print(line, flush=True)
+PY
+python3 "$TMP/listen.py" "$TMP/notify" > "$TMP/notes" 2>&1 &
+PIDS="$PIDS $!"
+i=0; while [ ! -S "$TMP/notify" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+
+has() { grep -q "$1" "$TMP/notes"; }
+wait_note() {   # wait_note REGEX: up to 10 s
+        i=0; while ! has "$1" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+        has "$1"
+}
+
+NOTIFY_SOCKET=$TMP/notify WATCHDOG_USEC=200000 "$BUILDDIR/kvmtuned" --socket "$TMP/sock" \
+        --connect test:///default --config "$TMP/empty.conf" 2>"$TMP/log" &
+DPID=$!
+PIDS="$PIDS $DPID"
+ok "READY=1 once the first scan is done" wait_note '^READY=1$'
+ok "STATUS= says how many domains are tuned and unplaced" wait_note '^STATUS=.*tuned.*unplaced'
+ok "the socket answers once READY was sent" sh -c "'$BUILDDIR/kvmtunectl' --socket '$TMP/sock' status >/dev/null"
+ok "WATCHDOG=1 pings while WATCHDOG_USEC is set" wait_note '^WATCHDOG=1$'
+pings=$(grep -c '^WATCHDOG=1$' "$TMP/notes")
+sleep 0.5
+ok "watchdog pings keep coming (within half the interval)" \
+        test "$(grep -c '^WATCHDOG=1$' "$TMP/notes")" -gt "$pings"
+kill -HUP $DPID
+ok "SIGHUP: RELOADING=1" wait_note '^RELOADING=1$'
+ok "SIGHUP: READY=1 again after the reload" \
+        sh -c "i=0; while [ \$(grep -c '^READY=1\$' '$TMP/notes') -lt 2 ] && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done; [ \$(grep -c '^READY=1\$' '$TMP/notes') -ge 2 ]"
+echo "[defaults]" > "$TMP/bad.conf"; echo "cpu = fastest" >> "$TMP/bad.conf"
+cp "$TMP/bad.conf" "$TMP/empty.conf"
+kill -HUP $DPID
+sleep 0.5
+ok "an invalid configuration on SIGHUP is refused and the daemon keeps running" kill -0 $DPID
+ok "... with FILE:LINE in the log" grep -q "empty.conf:2:" "$TMP/log"
+kill -TERM $DPID
+wait $DPID
+rc=$?
+ok "SIGTERM: exit status 0" test $rc -eq 0
+ok "SIGTERM: STOPPING=1" has '^STOPPING=1$'
+ok "the socket file is removed at exit" test ! -e "$TMP/sock"
+
+# Socket activation: systemd-socket-activate binds the socket and passes it as fd 3.
+if command -v systemd-socket-activate >/dev/null; then
+        : > "$TMP/empty.conf"
+        systemd-socket-activate -l "$TMP/act.sock" "$BUILDDIR/kvmtuned" --socket "$TMP/act.sock" \
+                --connect test:///default --config "$TMP/empty.conf" 2>"$TMP/act.log" &
+        APID=$!
+        PIDS="$PIDS $APID"
+        i=0; while [ ! -S "$TMP/act.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+        ok "socket activation: kvmtunectl reaches the daemon on the passed socket" \
+                sh -c "'$BUILDDIR/kvmtunectl' --socket '$TMP/act.sock' status >/dev/null"
+        kill -TERM $APID; wait $APID
+        ok "socket activation: the passed socket file is left for systemd" test -S "$TMP/act.sock"
+else
+        echo "# systemd-socket-activate is not installed: socket activation not checked"
+fi
+
+echo "1..$n"
+[ $failed -eq 0 ]
