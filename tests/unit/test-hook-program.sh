@@ -7,18 +7,7 @@
 BUILDDIR=${BUILDDIR:-.}
 HOOK="$BUILDDIR/hook/kvmtuned"
 
-n=0
-failed=0
-ok() {  # ok DESCRIPTION COMMAND...: passes when COMMAND succeeds
-        desc=$1; shift
-        n=$((n + 1))
-        if "$@"; then
-                echo "ok $n - $desc"
-        else
-                echo "not ok $n - $desc"
-                failed=$((failed + 1))
-        fi
-}
+. "$(dirname "$0")/../tap.sh"
 
 command -v python3 >/dev/null || { echo "1..0 # SKIP python3 is not installed"; exit 0; }
 [ -x "$HOOK" ] || { echo "1..0 # SKIP $HOOK is not built"; exit 0; }

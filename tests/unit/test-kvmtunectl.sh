@@ -10,18 +10,7 @@ FAKE="$BUILDDIR/tests/unit/ctl-fake-daemon"
 TOPOLOGIES=${TOPOLOGIES:-$SRCDIR/../shared/topologies}
 FIXTURES=${FIXTURES:-$SRCDIR/tests/fixtures}
 
-n=0
-failed=0
-ok() {  # ok DESCRIPTION COMMAND...: passes when COMMAND succeeds
-        desc=$1; shift
-        n=$((n + 1))
-        if "$@"; then
-                echo "ok $n - $desc"
-        else
-                echo "not ok $n - $desc"
-                failed=$((failed + 1))
-        fi
-}
+. "$(dirname "$0")/../tap.sh"
 
 TMP=$(mktemp -d /tmp/test-kvmtunectl.XXXXXX) || exit 99
 FAKE_PID=

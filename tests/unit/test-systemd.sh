@@ -6,13 +6,7 @@
 # talks to libvirt's in-process test driver (test:///default). TAP output.
 
 BUILDDIR=${BUILDDIR:-.}
-n=0
-failed=0
-ok() {  # ok DESCRIPTION COMMAND...: passes when COMMAND succeeds
-        desc=$1; shift
-        n=$((n + 1))
-        if "$@"; then echo "ok $n - $desc"; else echo "not ok $n - $desc"; failed=$((failed + 1)); fi
-}
+. "$(dirname "$0")/../tap.sh"
 
 command -v python3 >/dev/null || { echo "1..0 # SKIP python3 is not installed"; exit 0; }
 TMP=$(mktemp -d /tmp/test-systemd.XXXXXX) || exit 99
