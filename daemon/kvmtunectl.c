@@ -42,6 +42,8 @@ struct args {
         /* hugepages reserve */
         const char *size, *node, *count;
         bool reserve_opts;
+        /* advise */
+        bool apply;
         char **pos;                     /* command and its arguments */
         int npos;
 };
@@ -474,6 +476,47 @@ static int render_reload(struct json_object *r, FILE *f) {
         return 0;
 }
 
+static void advise_add_finding(struct table *tb, struct json_object *f, bool apply) {
+        table_new_row(tb);
+        table_add_cell(tb, jstr(f, "severity"));
+        table_add_cell(tb, jstr(f, "target"));
+        table_add_cell(tb, jstr(f, "id"));
+        table_add_cell(tb, jstr(f, "fix"));
+        if (apply)
+                table_add_cell(tb, json_object_get_boolean(jget(f, "applied")) ? "yes" : "no");
+}
+
+static int render_advise_findings(struct json_object *r, FILE *f, bool apply) {
+        _cleanup_table_ struct table *tb = table_new();
+        struct json_object *findings = jget(r, "findings");
+
+        if (jlen(findings) == 0)
+                return fprintf(f, "%s: nothing to advise\n", jstr(r, "name")), 0;
+        table_add_row(tb, "SEVERITY", "TARGET", "FINDING", "FIX", apply ? "APPLIED" : NULL, NULL);
+        for (size_t i = 0; i < jlen(findings); i++)
+                advise_add_finding(tb, jidx(findings, i), apply);
+        table_print(tb, f);
+        fprintf(f, "\nWhy:\n");
+        for (size_t i = 0; i < jlen(findings); i++)
+                fprintf(f, "  %s %s: %s\n", jstr(jidx(findings, i), "target"), jstr(jidx(findings, i), "id"),
+                        jstr(jidx(findings, i), "message"));
+        return 0;
+}
+
+static int render_advise(struct json_object *r, FILE *f) {
+        return render_advise_findings(r, f, false);
+}
+
+static int render_advise_apply(struct json_object *r, FILE *f) {
+        render_advise_findings(r, f, true);
+        if (jint(r, "applied") > 0)
+                fprintf(f, "\napplied %lld safe fix%s to the persistent definition; %s\n", jint(r, "applied"),
+                        jint(r, "applied") == 1 ? "" : "es", jstr(r, "note"));
+        else
+                fprintf(f, "\nno safe fix to apply; the definition is unchanged\n");
+        return 0;
+}
+
 /* --- request parameters --------------------------------------------------- */
 
 static int params_name(const struct args *a, struct json_object **ret) {
@@ -570,6 +613,11 @@ static const struct command hugepages_reserve_command = {
         render_hugepages_reserve,
 };
 
+/* "advise --apply": the privileged variant of advise (see command_check). */
+static const struct command advise_apply_command = {
+        "advise", PROTO_METHOD_ADVISE_APPLY, 1, 1, params_name, render_advise_apply,
+};
+
 static const struct command commands[] = {
         { "status",    PROTO_METHOD_STATUS,    0, 0, NULL,        render_status },
         { "list",      PROTO_METHOD_LIST,      0, 0, NULL,        render_list },
@@ -580,6 +628,7 @@ static const struct command commands[] = {
         { "rebalance", PROTO_METHOD_REBALANCE, 0, 1, params_name, render_rebalance },
         { "reload",    PROTO_METHOD_RELOAD,    0, 0, NULL,        render_reload },
         { "metrics",   PROTO_METHOD_METRICS,   0, 0, NULL,        render_metrics },
+        { "advise",    PROTO_METHOD_ADVISE,    1, 1, params_name, render_advise },
 };
 
 /* --- the request ----------------------------------------------------------- */
@@ -653,7 +702,7 @@ static int run_plan_offline(const struct args *a) {
 
 enum {
         OPT_SOCKET = 0x100, OPT_JSON, OPT_VCPUS, OPT_MEMORY, OPT_IOTHREAD_COUNT,
-        OPT_TOPOLOGY, OPT_WORKLOAD, OPT_SYSFS_ROOT, OPT_NAME, OPT_SIZE, OPT_NODE, OPT_COUNT,
+        OPT_TOPOLOGY, OPT_WORKLOAD, OPT_SYSFS_ROOT, OPT_NAME, OPT_SIZE, OPT_NODE, OPT_COUNT, OPT_APPLY,
         OPT_POLICY,                     /* + POL_* */
 };
 
@@ -678,6 +727,7 @@ static const struct option options[] = {
         { "size",           required_argument, NULL, OPT_SIZE },
         { "node",           required_argument, NULL, OPT_NODE },
         { "count",          required_argument, NULL, OPT_COUNT },
+        { "apply",          no_argument,       NULL, OPT_APPLY },
         {}
 };
 
@@ -702,6 +752,10 @@ static void help(void) {
                "  rebalance [DOMAIN]     recompute and re-apply placement (root)\n"
                "  reload                 re-read the configuration (root)\n"
                "  metrics                Prometheus text exposition\n"
+               "  advise DOMAIN [--apply]\n"
+               "                         audit a domain's definition against proven tuning;\n"
+               "                         --apply makes the safe fixes in the persistent\n"
+               "                         definition (root)\n"
                "\n"
                "Options:\n"
                "  --socket PATH          control socket (default $KVMTUNED_SOCKET or\n"
@@ -753,6 +807,7 @@ static int parse_option(int c, struct args *a) {
         case OPT_SIZE: a->size = optarg; a->reserve_opts = true; return 0;
         case OPT_NODE: a->node = optarg; a->reserve_opts = true; return 0;
         case OPT_COUNT: a->count = optarg; a->reserve_opts = true; return 0;
+        case OPT_APPLY: a->apply = true; return 0;
         default:
                 if (c >= OPT_POLICY && c < OPT_POLICY + _POL_MAX) {
                         a->policy[c - OPT_POLICY] = optarg;
@@ -806,6 +861,10 @@ static const struct command *command_check(const struct args *a) {
                         return usage_error("hugepages: unknown sub-command '%s' (reserve)", a->pos[1]), NULL;
                 return &hugepages_reserve_command;
         }
+        if (a->apply && !streq(c->name, "advise"))
+                return usage_error("%s: --apply only applies to advise", c->name), NULL;
+        if (a->apply)
+                return &advise_apply_command;
         if (a->reserve_opts)
                 return usage_error("%s: --size, --node and --count only apply to hugepages reserve",
                                    c->name), NULL;

@@ -7,11 +7,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <time.h>
+#include <libvirt/virterror.h>
 
 #include "ctl.h"
 #include "daemon.h"
 #include "hook.h"
 #include "hugepages.h"
+#include "kvmtune/advise.h"
+#include "kvmtune/domxml.h"
 #include "kvmtune/log.h"
 #include "kvmtune/proto.h"
 #include "kvmtune/render.h"
@@ -508,6 +511,126 @@ static int methods_metrics(void *userdata, struct json_object *params,
         return 0;
 }
 
+/* ---- Advise, AdviseApply (privileged) ------------------------------------------ */
+
+static inline void methods_domainp(virDomainPtr *dom) { if (*dom) virDomainFree(*dom); }
+static inline void methods_domxmlp(struct domxml **x) { domxml_free(*x); }
+
+/* The persistent definition of a domain by name, as a malloc'd string. */
+static int methods_advise_xml(struct daemon *d, const char *name, char **ret, char **ret_error) {
+        _cleanup_(methods_domainp) virDomainPtr dom = NULL;
+        virErrorPtr e;
+
+        if (!d->conn || !d->connected) {
+                *ret_error = xstrdup("libvirt is not connected, retrying in the background");
+                return -ENOTCONN;
+        }
+        dom = virDomainLookupByName(d->conn, name);
+        if (!dom) {
+                *ret_error = xasprintf("no domain '%s' defined in libvirt", name);
+                return -ENOENT;
+        }
+        *ret = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE | VIR_DOMAIN_XML_SECURE);
+        if (*ret)
+                return 0;
+        e = virGetLastError();
+        *ret_error = xasprintf("cannot read the definition of '%s': %s", name,
+                               e && e->message ? e->message : "unknown error");
+        return -EIO;
+}
+
+/* The policy the domain gets: configuration plus its own metadata. */
+static void methods_advise_policy(struct daemon *d, const char *name, const char *xml,
+                                  struct policy *ret) {
+        _cleanup_(methods_domxmlp) struct domxml *x = NULL;
+
+        if (domxml_parse(xml, strlen(xml), &x, NULL, 0) < 0)
+                x = NULL;
+        conf_policy_for(d->conf, name, x && x->has_policy ? &x->policy : NULL, ret);
+}
+
+static int methods_advise_define(struct daemon *d, const char *name, const char *xml, char **ret_error) {
+        virDomainPtr dom = virDomainDefineXML(d->conn, xml);
+        virErrorPtr e;
+
+        if (dom) {
+                virDomainFree(dom);
+                log_info("Advise: applied safe tuning to the definition of %s", name);
+                return 0;
+        }
+        e = virGetLastError();
+        *ret_error = xasprintf("libvirt refused the tuned definition of '%s': %s", name,
+                               e && e->message ? e->message : "unknown error");
+        return -EIO;
+}
+
+static struct json_object *methods_finding_json(const struct advise_finding *f) {
+        struct json_object *o = json_object_new_object();
+
+        jadd(o, "id", jstr(f->id));
+        jadd(o, "severity", jstr(f->severity));
+        jadd(o, "target", jstr(f->target));
+        jadd(o, "message", jstr(f->message));
+        jadd(o, "fix", jstr(f->fix));
+        jadd(o, "applied", json_object_new_boolean(f->applied));
+        return o;
+}
+
+static struct json_object *methods_advise_json(const char *name, const struct advise_result *res,
+                                               bool apply) {
+        struct json_object *o = json_object_new_object();
+        struct json_object *arr = json_object_new_array();
+
+        for (size_t i = 0; i < res->nfinding; i++)
+                json_object_array_add(arr, methods_finding_json(&res->findings[i]));
+        jadd(o, "name", jstr(name));
+        jadd(o, "findings", arr);
+        jadd(o, "applied", json_object_new_int(res->napplied));
+        if (apply && res->napplied > 0)
+                jadd(o, "note", jstr("applies at the next guest start"));
+        return o;
+}
+
+static int methods_advise_run(struct daemon *d, struct json_object *params, bool apply,
+                              struct json_object **ret_result, char **ret_error) {
+        const char *name = methods_param_string(params, "name");
+        _cleanup_free_ char *xml = NULL;
+        struct advise_result res;
+        struct policy pol;
+        char err[256] = "";
+        int r;
+
+        if (!name) {
+                *ret_error = xstrdup("Advise needs a domain \"name\"");
+                return -EINVAL;
+        }
+        r = methods_advise_xml(d, name, &xml, ret_error);
+        if (r < 0)
+                return r;
+        methods_advise_policy(d, name, xml, &pol);
+        r = advise_audit(xml, strlen(xml), &pol, apply, &res, err, sizeof err);
+        if (r < 0) {
+                *ret_error = xasprintf("definition of '%s': %s", name, err);
+                return r;
+        }
+        if (apply && res.napplied > 0)
+                r = methods_advise_define(d, name, res.xml, ret_error);
+        if (r >= 0)
+                *ret_result = methods_advise_json(name, &res, apply);
+        advise_result_done(&res);
+        return r < 0 ? r : 0;
+}
+
+static int methods_advise(void *userdata, struct json_object *params,
+                          struct json_object **ret_result, char **ret_error) {
+        return methods_advise_run(userdata, params, false, ret_result, ret_error);
+}
+
+static int methods_advise_apply(void *userdata, struct json_object *params,
+                                struct json_object **ret_result, char **ret_error) {
+        return methods_advise_run(userdata, params, true, ret_result, ret_error);
+}
+
 /* ---- Rebalance, Reload (privileged) -------------------------------------------- */
 
 static int methods_rebalance(void *userdata, struct json_object *params,
@@ -602,6 +725,8 @@ static const struct ctl_method methods_table[] = {
         { PROTO_METHOD_METRICS, false, methods_metrics },
         { PROTO_METHOD_REBALANCE, true, methods_rebalance },
         { PROTO_METHOD_RELOAD, true, methods_reload },
+        { PROTO_METHOD_ADVISE, false, methods_advise },
+        { PROTO_METHOD_ADVISE_APPLY, true, methods_advise_apply },
         { HOOK_METHOD, true, hook_method },     /* the libvirt qemu hook (hook.c) */
 };
 const struct ctl_method *const daemon_methods = methods_table;

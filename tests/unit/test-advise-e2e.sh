@@ -1,0 +1,84 @@
+#!/bin/sh
+# kvmtunectl advise end to end against the real kvmtuned on libvirt's
+# in-process test driver: its built-in domain "test" has a virtio disk with no
+# <driver>, so the audit finds disk-cache and disk-iothread; --apply (root)
+# defines the tuned XML and the next audit finds nothing. TAP output.
+
+BUILDDIR=${BUILDDIR:-.}
+SRCDIR=${SRCDIR:-.}
+CTL="$BUILDDIR/kvmtunectl"
+TOPOLOGIES=${TOPOLOGIES:-$SRCDIR/../shared/topologies}
+
+. "$(dirname "$0")/../tap.sh"
+
+TMP=$(mktemp -d /tmp/test-advise.XXXXXX) || exit 99
+PID=
+cleanup() {
+        [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+        rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+run() {
+        "$CTL" --socket "$TMP/s.sock" "$@" >"$TMP/out" 2>"$TMP/err"
+        rc=$?
+}
+rc_is() { [ "$rc" -eq "$1" ] || { echo "#   exit status $rc, expected $1"; sed 's/^/#   /' "$TMP/err"; return 1; }; }
+out_has() { grep -q -- "$1" "$TMP/out" || { echo "#   stdout lacks '$1':"; sed 's/^/#   /' "$TMP/out"; return 1; }; }
+err_has() { grep -q -- "$1" "$TMP/err" || { echo "#   stderr lacks '$1':"; sed 's/^/#   /' "$TMP/err"; return 1; }; }
+json_is() {  # json_is PYTHON-EXPR EXPECTED: evaluates EXPR on the document d
+        got=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$TMP/out" "$1")
+        [ "$got" = "$2" ] || { echo "#   $1 = '$got', expected '$2'"; return 1; }
+}
+
+run advise
+ok "advise without DOMAIN: exit 2" rc_is 2
+run list --apply
+ok "--apply on another command: exit 2" rc_is 2
+ok "--apply on another command: says so" err_has "only applies to advise"
+
+: >"$TMP/empty.conf"
+"$BUILDDIR/kvmtuned" --socket "$TMP/s.sock" --connect test:///default --config "$TMP/empty.conf" \
+        --topology "$TOPOLOGIES/1s-xeon-silver4215-cascadelake-smt-small.xml" 2>"$TMP/kvmtuned.log" &
+PID=$!
+i=0
+while [ ! -S "$TMP/s.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+ok "kvmtuned listening" test -S "$TMP/s.sock"
+
+run --json advise test
+ok "advise test: exit 0" rc_is 0
+ok "advise test: the answer's shape" json_is \
+        'sorted(d) + sorted(d["findings"][0])' \
+        "['applied', 'findings', 'name', 'applied', 'fix', 'id', 'message', 'severity', 'target']"
+ok "advise test: disk findings, nothing applied" json_is \
+        '[(f["id"], f["target"], f["applied"]) for f in d["findings"]] + [d["applied"]]' \
+        "[('disk-cache', 'disk vda', False), ('disk-iothread', 'disk vda', False), 0]"
+run advise test
+ok "advise test: table header" out_has "^SEVERITY  *TARGET  *FINDING  *FIX$"
+ok "advise test: a row" out_has "^warning  *disk vda  *disk-cache  *<driver cache='none'/>$"
+ok "advise test: why, with the measured effect" out_has "disk vda disk-cache: .*measured"
+run advise nosuch
+ok "advise of an unknown domain: exit 1" rc_is 1
+ok "advise of an unknown domain: named" err_has "no domain 'nosuch'"
+
+if [ "$(id -u)" -ne 0 ]; then
+        run advise test --apply
+        ok "advise --apply as a user: exit 1" rc_is 1
+        ok "advise --apply as a user: refused" err_has "ermission"
+        echo "1..$n"
+        [ "$failed" -eq 0 ]
+        exit
+fi
+run advise test --apply
+ok "advise --apply: exit 0" rc_is 0
+ok "advise --apply: APPLIED column" out_has "^warning  *disk vda  *disk-cache  *<driver cache='none'/>  *yes$"
+ok "advise --apply: note" out_has "applied 2 safe fixes to the persistent definition; applies at the next guest start"
+run --json advise test
+ok "advise after --apply: the definition changed, nothing left" json_is 'len(d["findings"])' 0
+run advise test
+ok "advise after --apply: says so" out_has "^test: nothing to advise$"
+run --json advise test --apply
+ok "advise --apply again: nothing applied, no note" json_is '(d["applied"], "note" in d)' "(0, False)"
+
+echo "1..$n"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,205 @@
+#include "config.h"
+
+#include <errno.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <libxml/xpath.h>
+
+#include "kvmtune/util.h"
+#include "kvmtune/advise.h"
+#include "tap.h"
+
+static char *fixture(const char *name, size_t *ret_len) {
+        const char *dir = getenv("FIXTURES") ?: "tests/fixtures";
+        _cleanup_free_ char *path = xasprintf("%s/advise/%s", dir, name);
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        char *buf = xcalloc(1, 1 << 20);
+
+        if (!f) {
+                printf("# cannot open %s\n", path);
+                exit(1);
+        }
+        *ret_len = fread(buf, 1, (1 << 20) - 1, f);
+        return buf;
+}
+
+static int audit(const char *name, const struct policy *p, bool apply, struct advise_result *ret,
+                 char *err, size_t errlen) {
+        size_t len;
+        _cleanup_free_ char *xml = fixture(name, &len);
+
+        err[0] = '\0';
+        return advise_audit(xml, len, p, apply, ret, err, errlen);
+}
+
+/* "id@target[+]" for each finding, comma separated; + marks applied. */
+static void summary(const struct advise_result *r, char *buf, size_t len) {
+        buf[0] = '\0';
+        for (size_t i = 0; i < r->nfinding; i++)
+                snprintf(buf + strlen(buf), len - strlen(buf), "%s%s:%s@%s%s", i ? "," : "",
+                         r->findings[i].severity, r->findings[i].id, r->findings[i].target,
+                         r->findings[i].applied ? "+" : "");
+}
+
+static int count_warnings(const struct advise_result *r) {
+        int n = 0;
+
+        for (size_t i = 0; i < r->nfinding; i++)
+                n += streq(r->findings[i].severity, "warning");
+        return n;
+}
+
+static void test_untuned(void) {
+        struct advise_result r;
+        struct policy p;
+        char err[256], s[2048];
+
+        policy_init_default(&p);
+        is_int(audit("windows-untuned.xml", &p, false, &r, err, sizeof err), 8, "untuned: 8 findings (%s)", err);
+        summary(&r, s, sizeof s);
+        is_str(s, "warning:disk-bus@disk hda,warning:disk-cache@disk hda,warning:disk-io@disk hda,"
+                  "warning:disk-io@disk vda,warning:disk-iothread@disk vda,warning:hyperv@features,"
+                  "warning:hyperv-clock@clock,info:cpu-mode@cpu", "untuned: exact findings");
+        ok(r.xml == NULL && r.napplied == 0, "untuned: nothing applied without apply");
+        ok(r.nfinding && strstr(r.findings[0].message, "28k"), "untuned: bus message cites the measurement");
+        ok(r.nfinding > 5 && strstr(r.findings[5].fix, "spinlocks"), "untuned: hyperv fix lists spinlocks");
+        advise_result_done(&r);
+}
+
+static void test_untuned_dedicated(void) {
+        struct advise_result r;
+        struct policy p;
+        char err[256], s[2048];
+
+        policy_init_default(&p);
+        policy_set(&p, "cpu", "dedicated");
+        is_int(audit("windows-untuned.xml", &p, false, &r, err, sizeof err), 11, "dedicated: 11 findings (%s)", err);
+        summary(&r, s, sizeof s);
+        ok(strstr(s, "warning:hugepages@memory,info:memballoon@memballoon,info:cpu-topology@cpu") != NULL,
+           "dedicated: hugepages, balloon, topology advice (%s)", s);
+        advise_result_done(&r);
+}
+
+static xmlXPathObject *xpath(xmlDoc *doc, const char *expr) {
+        xmlXPathContext *ctx = xmlXPathNewContext(doc);
+        xmlXPathObject *o = xmlXPathEvalExpression(BAD_CAST expr, ctx);
+
+        xmlXPathFreeContext(ctx);
+        return o;
+}
+
+static double xnum(xmlDoc *doc, const char *expr) {
+        xmlXPathObject *o = xpath(doc, expr);
+        double v = o ? xmlXPathCastToNumber(o) : -1;
+
+        xmlXPathFreeObject(o);
+        return v;
+}
+
+static void test_applied_xml(const char *xml) {
+        xmlDoc *doc = xmlReadMemory(xml, (int) strlen(xml), "applied.xml", NULL, XML_PARSE_NONET);
+
+        ok(doc != NULL, "apply: result re-parses");
+        if (!doc)
+                return;
+        is_int(xnum(doc, "count(//disk[target/@dev='hda']/driver[@cache='none' and @io='native'])"), 1,
+               "apply: hda cache=none io=native");
+        is_int(xnum(doc, "count(//disk[target/@dev='hda']/target[@bus='ide'])"), 1, "apply: hda bus stays ide");
+        is_int(xnum(doc, "count(//disk[target/@dev='vda']/driver[@io='native' and @iothread='1'])"), 1,
+               "apply: vda io=native iothread=1");
+        is_int(xnum(doc, "number(/domain/iothreads)"), 1, "apply: <iothreads>1</iothreads>");
+        is_int(xnum(doc, "count(/domain/features/hyperv[@mode='custom']/*[@state='on'])"), 9,
+               "apply: nine enlightenments");
+        is_int(xnum(doc, "number(/domain/features/hyperv/spinlocks/@retries)"), 8191, "apply: spinlock retries");
+        is_int(xnum(doc, "count(/domain/clock[@offset='localtime']/timer[@name='hypervclock'])"), 1,
+               "apply: hypervclock timer, offset kept");
+        is_int(xnum(doc, "count(/domain/cpu[@mode='host-model'])"), 1, "apply: cpu mode untouched");
+        is_int(xnum(doc, "count(//disk[@device='cdrom']/driver[@cache])"), 0, "apply: cdrom untouched");
+        xmlFreeDoc(doc);
+}
+
+static void test_apply(void) {
+        struct advise_result r, again;
+        char err[256], s[2048];
+
+        is_int(audit("windows-untuned.xml", NULL, true, &r, err, sizeof err), 8, "apply: 8 findings (%s)", err);
+        is_int(r.napplied, 6, "apply: 6 safe fixes applied");
+        summary(&r, s, sizeof s);
+        is_str(s, "warning:disk-bus@disk hda,warning:disk-cache@disk hda+,warning:disk-io@disk hda+,"
+                  "warning:disk-io@disk vda+,warning:disk-iothread@disk vda+,warning:hyperv@features+,"
+                  "warning:hyperv-clock@clock+,info:cpu-mode@cpu", "apply: advisory items not applied");
+        ok(r.xml != NULL, "apply: XML returned");
+        if (!r.xml)
+                return advise_result_done(&r);
+        test_applied_xml(r.xml);
+        is_int(advise_audit(r.xml, strlen(r.xml), NULL, false, &again, err, sizeof err), 2,
+               "apply: re-audit leaves only the advisory bus and cpu findings");
+        advise_result_done(&again);
+        advise_result_done(&r);
+}
+
+static void test_tuned(void) {
+        struct advise_result r;
+        struct policy p;
+        char err[256];
+
+        policy_init_default(&p);
+        policy_set(&p, "cpu", "dedicated");
+        is_int(audit("windows-tuned.xml", &p, true, &r, err, sizeof err), 0, "tuned: no findings (%s)", err);
+        is_int(count_warnings(&r), 0, "tuned: no warnings");
+        ok(r.xml && strstr(r.xml, "<name>win2</name>"), "tuned: XML returned unchanged in substance");
+        advise_result_done(&r);
+}
+
+static void test_bad_input(void) {
+        static const char odd[] = "<domain type='kvm'><devices><disk><driver/><target bus='virtio'/></disk>"
+                "<disk device='disk'/></devices><features><hyperv mode='passthrough'/></features>"
+                "<cpu mode='host-passthrough'/><vcpu>x</vcpu><memory unit='EiB'>9</memory></domain>";
+        struct advise_result r = { .napplied = 42 };
+        char err[256];
+
+        is_int(audit("garbage.xml", NULL, true, &r, err, sizeof err), -EINVAL, "garbage: -EINVAL");
+        ok(strstr(err, "well-formed") != NULL, "garbage: message (%s)", err);
+        is_int(r.napplied, 42, "garbage: result untouched");
+        is_int(audit("not-domain.xml", NULL, false, &r, err, sizeof err), -EINVAL, "network: -EINVAL");
+        ok(strstr(err, "<domain>") != NULL, "network: message (%s)", err);
+        is_int(advise_audit("", 0, NULL, false, &r, err, sizeof err), -EINVAL, "empty: -EINVAL");
+        is_int(advise_audit("<domain/>", ADVISE_MAX_XML + 1, NULL, false, &r, err, sizeof err), -EINVAL,
+               "over 4 MiB: -EINVAL before reading");
+        is_int(advise_audit(odd, strlen(odd), NULL, true, &r, err, sizeof err), 4, "odd domain: no crash (%s)", err);
+        advise_result_done(&r);
+}
+
+/* libvirt's test driver domain: a virtio disk with no <driver> at all. */
+static void test_no_driver(void) {
+        static const char xml[] = "<domain type='test'><name>test</name><vcpu placement='static'>2</vcpu>"
+                "<devices><disk type='file' device='disk'><source file='/guest/diskimage1'/>"
+                "<target dev='vda' bus='virtio'/></disk></devices></domain>";
+        struct advise_result r;
+        char err[256] = "", s[512];
+        xmlDoc *doc;
+
+        is_int(advise_audit(xml, strlen(xml), NULL, true, &r, err, sizeof err), 2, "no driver: 2 findings (%s)", err);
+        summary(&r, s, sizeof s);
+        is_str(s, "warning:disk-cache@disk vda+,warning:disk-iothread@disk vda+", "no driver: cache and iothread applied");
+        doc = r.xml ? xmlReadMemory(r.xml, (int) strlen(r.xml), "t.xml", NULL, XML_PARSE_NONET) : NULL;
+        ok(doc != NULL, "no driver: result re-parses");
+        if (doc) {
+                is_int(xnum(doc, "count(//disk/driver[@name='qemu' and @cache='none' and @iothread='1' and not(@type) and not(@io)])"),
+                       1, "no driver: one driver added, no format, no io mode guessed");
+                is_int(xnum(doc, "count(/domain/vcpu/following-sibling::*[1][self::iothreads])"), 1,
+                       "no driver: <iothreads> placed after <vcpu>");
+                xmlFreeDoc(doc);
+        }
+        advise_result_done(&r);
+}
+
+int main(void) {
+        test_untuned();
+        test_untuned_dedicated();
+        test_apply();
+        test_tuned();
+        test_bad_input();
+        test_no_driver();
+        return tap_done();
+}
