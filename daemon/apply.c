@@ -260,15 +260,19 @@ int apply_numa(struct daemon *d, virDomainPtr dom, const struct domain *dm,
         if (!p->mems || p->numa == POLICY_NUMA_NONE || (d->topo->nnode < 2 && p->numa != POLICY_NUMA_STRICT))
                 return 0;
         hwloc_bitmap_list_asprintf(&mems, p->mems);
+        /* preferred: move what is elsewhere once, but bind nothing: libvirt's live
+         * nodeset change writes cpuset.mems, a hard binding that would turn a
+         * full node into an OOM kill instead of a spill to the next node. */
+        if (p->numa == POLICY_NUMA_PREFERRED) {
+                apply_migrate_pages(dm, p->mems);
+                return 0;
+        }
         if (apply_numa_libvirt(dom, mems) == 0) {
                 apply_migrate_pages(dm, p->mems);
                 return 0;
         }
         log_full(LOG_DEBUG, dm->name, dm->uuid, 0, "libvirt refused a live nodeset change (%s), using the cgroup",
                  apply_libvirt_error());
-        if (p->numa != POLICY_NUMA_STRICT)
-                return log_full(LOG_NOTICE, dm->name, dm->uuid, 0,
-                                "cannot prefer nodes %s live, memory stays where it is", mems), 0;
         r = dm->pid > 0 ? apply_cgroup_dir(d->sysfs_root, dm->pid, &dir) : -ESRCH;
         if (r >= 0)
                 r = apply_mems_set(d->sysfs_root, dir, mems);

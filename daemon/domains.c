@@ -341,13 +341,14 @@ static void domain_resolve(struct daemon *d, const struct domain *dm, struct pin
 
 /* ---- act ---------------------------------------------------------------------- */
 
+/* Applying failed part way: the domain's threads may already run on its
+ * dedicated PUs, so it keeps holding them (nobody else gets them as
+ * "exclusive") until it stops or is rebalanced. */
 static void domain_fail(struct daemon *d, struct domain *dm, const char *reason) {
-        bool held = dm->placed && dm->plan.dedicated;
-
-        domain_release_hold(d, dm);
         domain_set_state(dm, DOMAIN_FAILED, reason);
-        if (held)
-                dlog(dm, LOG_WARNING, "released its dedicated PUs, the domain runs unmanaged");
+        if (dm->placed && dm->plan.dedicated)
+                dlog(dm, LOG_WARNING, "keeps its dedicated PUs held until it stops or 'kvmtunectl rebalance %s'",
+                     dm->name);
 }
 
 static int domain_apply(struct daemon *d, virDomainPtr dom, struct domain *dm) {
@@ -466,12 +467,12 @@ int domains_update(struct daemon *d, virDomainPtr dom, bool rescan) {
                 return log_error("Cannot identify a libvirt domain, skipping it"), -EIO;
         dm->seen = true;
         dm->hooked = false;
-        domain_release_hold(d, dm);
         r = domain_acquire(dom, dm, &x);
-        if (r < 0) {
+        if (r < 0) {            /* keeps what it holds: its threads may run there */
                 dm->state = DOMAIN_FAILED;
                 return dlog(dm, LOG_ERR, "%s, leaving it alone", dm->reason), r;
         }
+        domain_release_hold(d, dm);
         if (domain_decide(d, dm, x)) {
                 r = domain_apply(d, dom, dm);
                 domains_follow_pool(d);
@@ -483,6 +484,15 @@ int domains_update(struct daemon *d, virDomainPtr dom, bool rescan) {
 
 /* ---- resync: keep what a previous daemon applied ------------------------------ */
 
+static bool place_set_free(struct daemon *d, const struct place_set *s) {
+        if (s->kind != PLACE_DEDICATED)
+                return true;
+        for (int i = 0; i < s->npu; i++)
+                if (s->pus[i] < 0 || d->alloc->pu_owner[s->pus[i]] != ALLOC_FREE)
+                        return false;
+        return true;
+}
+
 static bool domain_record_free(struct daemon *d, const struct plan *p) {
         for (int i = 0; i < p->nvcpu; i++)
                 if (p->vcpu_pu[i] < 0 || d->alloc->pu_owner[p->vcpu_pu[i]] != ALLOC_FREE)
@@ -490,10 +500,11 @@ static bool domain_record_free(struct daemon *d, const struct plan *p) {
         for (int i = 0; i < p->nidle; i++)
                 if (d->alloc->pu_owner[p->idle_pus[i]] != ALLOC_FREE)
                         return false;
-        if (p->emulator.kind == PLACE_DEDICATED)
-                for (int i = 0; i < p->emulator.npu; i++)
-                        if (d->alloc->pu_owner[p->emulator.pus[i]] != ALLOC_FREE)
-                                return false;
+        if (!place_set_free(d, &p->emulator))
+                return false;
+        for (int i = 0; i < p->niothread; i++)
+                if (!place_set_free(d, &p->iothreads[i]))
+                        return false;
         return true;
 }
 

@@ -56,7 +56,8 @@ if [ "$(id -u)" = 0 ]; then
         count "$builddir/default"
         grep -E '^(FAIL|ERROR):' "$builddir/default/test-suite.log" || true
 else
-        echo "skipped: integration tests need root"
+        n=$(cd "$top" && ls tests/integration/test-*.sh | wc -l)
+        skipped=$((skipped + n)); echo "skipped: $n integration tests need root"
 fi
 
 echo "$passed passed, $failed failed, $skipped skipped"

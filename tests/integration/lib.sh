@@ -330,12 +330,23 @@ reported_threads() {
         done | sort
 }
 
-# Every vCPU, emulator and iothread thread has the affinity the daemon reports.
+# Every vCPU, emulator and iothread thread has the affinity the daemon reports
+# (and there is something to compare: a running QEMU with vCPU threads).
 check_affinity() {      # check_affinity NAME
         local got want
         got=$(domain_threads "$1")
         want=$(reported_threads "$1")
-        is "$got" "$want" "$1: /proc affinity of every vCPU, emulator and iothread matches kvmtunectl show"
+        case "$got" in
+        *vcpu*) is "$got" "$want" "$1: /proc affinity of every vCPU, emulator and iothread matches kvmtunectl show" ;;
+        *) ok 1 "$1: /proc affinity of every vCPU, emulator and iothread matches kvmtunectl show"
+           diag "no vCPU thread found for $1 (not running?)" ;;
+        esac
+}
+
+# The host's online CPUs as a canonical list ("0-1" here): what an unpinned
+# thread is allowed on.
+online_cpus() {
+        cpu_list_canon "$(cpu_list_expand "$(cat /sys/devices/system/cpu/online)")"
 }
 
 cpus_contain() {         # cpus_contain LIST CPU
@@ -348,10 +359,14 @@ cpus_contain() {         # cpus_contain LIST CPU
 # The PUs tuned domains' vCPUs hold are exclusive: no thread of another
 # domain in the list is allowed on them.
 check_exclusive() {     # check_exclusive DOMAIN...
-        local d o cpu held kind id cpus bad=0
+        local d o cpu held kind id cpus bad=0 tuned=0
         for d in "$@"; do
                 [ "$(domain_state "$d")" = tuned ] || continue
+                tuned=$((tuned + 1))
+                # Its vCPU PUs, and the emulator's when not on the shared pool.
                 held=$(show "$d" '[.vcpus[].cpus[]] | map(tostring) | join(" ")')
+                [ "$(show "$d" .policy.emulator)" = isolate ] &&
+                        held="$held $(show "$d" '.emulator.cpus | map(tostring) | join(" ")')"
                 for o in "$@"; do
                         [ "$o" = "$d" ] && continue
                         while read -r kind id cpus; do
@@ -366,6 +381,7 @@ $(domain_threads "$o")
 EOF
                 done
         done
+        [ "$tuned" -gt 0 ] || { bad=1; diag "none of $* is tuned: nothing to check"; }
         ok $bad "dedicated PUs are used by nothing else of any domain ($*)"
 }
 
