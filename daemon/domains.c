@@ -189,7 +189,11 @@ static hwloc_bitmap_t domain_live_vcpu_pins(const struct topo *t, const struct d
                 if (v < 0 || v >= x->vcpus || ret->vcpu[v])
                         continue;
                 ret->vcpu[v] = hwloc_bitmap_alloc();
-                hwloc_bitmap_list_sscanf(ret->vcpu[v], x->vcpupin[i].cpuset);
+                if (hwloc_bitmap_list_sscanf(ret->vcpu[v], x->vcpupin[i].cpuset) < 0) {
+                        hwloc_bitmap_free(ret->vcpu[v]);   /* unreadable: not a pin we know */
+                        ret->vcpu[v] = NULL;
+                        continue;
+                }
                 hwloc_bitmap_or(all, all, ret->vcpu[v]);
         }
         return all;

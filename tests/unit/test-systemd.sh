@@ -84,5 +84,14 @@ else
         echo "# systemd-socket-activate is not installed: socket activation not checked"
 fi
 
+# --check-config: a named file must exist; a valid one prints "configuration OK".
+ok "--check-config fails on a --config file that is not there" \
+        sh -c "! '$BUILDDIR/kvmtuned' --check-config --config '$TMP/nope.conf' 2>/dev/null"
+printf '[defaults]\ncpu = dedicated\n' > "$TMP/good.conf"
+ok "--check-config prints 'configuration OK' for a valid file" \
+        sh -c "'$BUILDDIR/kvmtuned' --check-config --config '$TMP/good.conf' | grep -qx 'configuration OK'"
+ok "--check-config prints FILE:LINE and exits 1 for a bad one" \
+        sh -c "! '$BUILDDIR/kvmtuned' --check-config --config '$TMP/bad.conf' 2>'$TMP/err' && grep -q 'bad.conf:2:' '$TMP/err'"
+
 echo "1..$n"
 [ $failed -eq 0 ]
