@@ -43,10 +43,8 @@
  * The hook runs with libvirtd's clean environment: KVMTUNED_SOCKET and
  * KVMTUNED_HOOK_TIMEOUT_MS only matter for a wrapper that sets them.
  *
- * Refusal: the daemon answers "refuse" only for a domain whose policy asks
- * for strict placement; no policy key says so yet (a proposal for the
- * policy owner: placement = strict | best-effort), so today it never
- * refuses and every start goes on. */
+ * Refusal: the daemon answers "refuse" only for a domain whose policy says
+ * placement=strict and that cannot be placed; every other start goes on. */
 #pragma once
 
 #define HOOK_METHOD "kvmtune.v1.Hook"

@@ -670,6 +670,16 @@ static int print_result(const struct command *c, bool json, struct json_object *
         return jint(result, "short") > 0 ? EXIT_FAILED : 0;
 }
 
+static void print_error_json(const char *code, const char *message) {
+        _cleanup_json_ struct json_object *o = json_object_new_object(), *e = json_object_new_object();
+
+        json_object_object_add(e, "code", json_object_new_string(code));
+        json_object_object_add(e, "message", json_object_new_string(message ? message : ""));
+        json_object_object_add(o, "error", json_object_get(e));
+        printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
 static int run_command(const struct command *c, const struct args *a) {
         _cleanup_json_ struct json_object *params = NULL;
         struct proto_reply rep = { 0 };
@@ -680,6 +690,8 @@ static int run_command(const struct command *c, const struct args *a) {
         r = call_daemon(proto_socket_path(a->socket), c->method, params, &rep);
         if (r == 0)
                 r = print_result(c, a->json, rep.result);
+        else if (a->json && rep.error_code)     /* --json: still one document on stdout */
+                print_error_json(rep.error_code, rep.error_message);
         proto_reply_done(&rep);
         if (fflush(stdout) != 0 && r == 0) {
                 fprintf(stderr, "kvmtunectl: cannot write the output: %s\n", strerror(errno));

@@ -145,6 +145,10 @@ ok "show --json: vcpus" json_is 'd["vcpus"][1]' "{'vcpu': 1, 'cpus': [5]}"
 run show nosuch
 ok "show of an unknown domain: exit 1" rc_is 1
 ok "show of an unknown domain: daemon's message" err_has "no domain 'nosuch'"
+run --json show nosuch
+ok "--json show of an unknown domain: exit 1" rc_is 1
+ok "--json show of an unknown domain: the error as one JSON document on stdout" \
+        sh -c "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d[\"error\"][\"code\"] and \"nosuch\" in d[\"error\"][\"message\"] else 1)' '$TMP/out'"
 
 run topology
 ok "topology: exit 0" rc_is 0
