@@ -24,7 +24,9 @@
 
 #include <json-c/json.h>
 
-#define PROTO_MAX_REQUEST (64U * 1024U)
+/* 1 MiB: room for a large domain XML in a kvmtune.v1.Hook request; with at
+ * most 32 clients that bounds the daemon's buffers at 32 MiB. */
+#define PROTO_MAX_REQUEST (1024U * 1024U)
 #define PROTO_MAX_REPLY (16U * 1024U * 1024U)
 #define PROTO_SOCKET_DEFAULT "/run/kvmtuned/kvmtuned.sock"
 #define PROTO_SOCKET_ENV "KVMTUNED_SOCKET"

@@ -130,7 +130,7 @@ hook started
 ok "a bad KVMTUNED_HOOK_TIMEOUT_MS is reported and the default used" grep -q "ignoring KVMTUNED_HOOK_TIMEOUT_MS=bogus" "$TMP/err"
 unset KVMTUNED_HOOK_TIMEOUT_MS
 
-big=$(python3 -c "print('<domain><name>vm1</name><description>' + 'x' * 70000 + '</description></domain>')")
+big=$(python3 -c "print('<domain><name>vm1</name><description>' + 'x' * 1100000 + '</description></domain>')")
 server ok
 echo "$big" | KVMTUNED_SOCKET="$TMP/sock" KVMTUNED_HOOK_PID_DIR="$TMP/run" "$HOOK" vm1 started begin - 2>"$TMP/err"
 ok "an XML over the socket's request cap: fail open, saying so" [ $? -eq 0 ] && grep -q "too large" "$TMP/err"

@@ -79,9 +79,9 @@ static void test_request_size(void) {
         memcpy(big, head, strlen(head));
         memcpy(big + n - 3, "\"}}", 3);
         big[n] = '\0';
-        is_int(proto_request_parse(big, n, &req, NULL), -EMSGSIZE, "request over 64 KiB refused");
+        is_int(proto_request_parse(big, n, &req, NULL), -EMSGSIZE, "request over 1 MiB refused");
         memcpy(big + n - 4, "\"}}", 3);
-        is_int(proto_request_parse(big, n - 1, &req, NULL), 0, "request of exactly 64 KiB accepted");
+        is_int(proto_request_parse(big, n - 1, &req, NULL), 0, "request of exactly 1 MiB accepted");
         proto_request_done(&req);
 }
 
