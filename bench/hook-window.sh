@@ -102,7 +102,7 @@ vcpu_final() {
 }
 
 gone() {
-        [ -z "$(ctl --json show $D 2>/dev/null)" ]
+        ! ctl --json show $D >/dev/null 2>&1
 }
 
 stop_bench_domain() {

@@ -216,8 +216,20 @@ static hwloc_bitmap_t topo_online(const struct topo *t) {
         return m;
 }
 
+/* Adds a pinned cpuset to 'all' when it is a real restriction (readable, and
+ * not every online PU). */
+static void hand_pin_add(hwloc_bitmap_t all, const char *cpuset, hwloc_const_bitmap_t online) {
+        _cleanup_bitmap_ hwloc_bitmap_t b = hwloc_bitmap_alloc();
+
+        if (!cpuset || hwloc_bitmap_list_sscanf(b, cpuset) < 0 || hwloc_bitmap_iszero(b) ||
+            hwloc_bitmap_isincluded(online, b))
+                return;
+        hwloc_bitmap_or(all, all, b);
+}
+
 /* Hand pins: cputune vCPU pins that are a real restriction (not every PU) and
- * do not match our own placement record. Returns their union, or NULL. */
+ * do not match our own placement record, and emulator or iothread pins of a
+ * domain we hold no record for. Returns their union, or NULL. */
 static hwloc_bitmap_t domain_hand_pins(struct daemon *d, const struct domxml *x) {
         struct pinset live, rec = {};
         struct plan p = {};
@@ -232,7 +244,17 @@ static hwloc_bitmap_t domain_hand_pins(struct daemon *d, const struct domxml *x)
                 pinset_done(&rec);
         }
         pinset_done(&live);
-        if (ours || hwloc_bitmap_iszero(all) || hwloc_bitmap_isincluded(online, all)) {
+        if (ours) {
+                hwloc_bitmap_free(all);
+                return NULL;
+        }
+        if (hwloc_bitmap_isincluded(online, all))
+                hwloc_bitmap_zero(all);
+        /* An operator's emulator or iothread pin is theirs too. */
+        hand_pin_add(all, x->emulatorpin, online);
+        for (int i = 0; i < x->niothreadpin; i++)
+                hand_pin_add(all, x->iothreadpin[i].cpuset, online);
+        if (hwloc_bitmap_iszero(all)) {
                 hwloc_bitmap_free(all);
                 return NULL;
         }

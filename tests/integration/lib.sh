@@ -307,7 +307,7 @@ stop_daemon() {
 }
 
 show() {                # show NAME [JQ_FILTER]
-        ctl --json show "$1" 2>/dev/null | jq -r "${2:-.}"
+        ctl --json show "$1" 2>/dev/null | jq -r "select(.error == null) | ${2:-.}"
 }
 
 domain_state() {

@@ -95,7 +95,7 @@ check_exclusive $A $B
 # ---- release frees the PUs -------------------------------------------------------
 held=$(show $A '.vcpus[0].cpus[0]')
 $VIRSH destroy $A >/dev/null
-wait_for 20 sh -c "[ -z \"\$('$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$A' 2>/dev/null)\" ]"
+wait_for 20 sh -c "! '$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$A' >/dev/null 2>&1"
 is "$(show $A .state 2>/dev/null)" "" "$A is gone from the daemon once stopped"
 grep -q "$A.*stopped (hook), released its PUs" "$T_LOG"
 ok $? "the release hook freed $A's PUs"
@@ -118,7 +118,7 @@ check_exclusive $A $B
 
 # ---- fail-open: daemon frozen (slow) ---------------------------------------------
 $VIRSH destroy $A >/dev/null
-wait_for 20 sh -c "[ -z \"\$('$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$A' 2>/dev/null)\" ]"
+wait_for 20 sh -c "! '$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$A' >/dev/null 2>&1"
 kill -STOP "$T_DAEMON_PID"
 ms=$(start_timed $A)
 rc=$?

@@ -54,6 +54,17 @@ $VIRSH destroy $E >/dev/null
 wait_for 10 sh -c "[ \"\$($BUILDDIR/kvmtunectl --socket $T_SOCK --json status | jq -c .pools.shared)\" = '[0,1]' ]"
 is "$(ctl --json status | jq -c .pools.shared)" "[0,1]" "stopping $E gives its PU back to the shared pool"
 
+# An emulator pinned by hand is the operator's too.
+stop_daemon
+start_domain $E
+$VIRSH emulatorpin $E 1 --live >/dev/null
+start_daemon
+wait_state $E ignored
+is "$(domain_state $E)/$(show $E .reason)" "ignored/pinned by hand" "$E with a hand emulator pin is ignored"
+is "$(domain_threads $E | awk '$1 == "emulator" {print $3}')" 1 "$E keeps its hand emulator pin"
+$VIRSH destroy $E >/dev/null
+wait_for 10 sh -c "[ \"\$($BUILDDIR/kvmtunectl --socket $T_SOCK --json status | jq -c .pools.shared)\" = '[0,1]' ]"
+
 # libvirtd restart: the daemon keeps serving, reconnects and resyncs.
 start_domain $A
 wait_state $A tuned
