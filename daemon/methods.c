@@ -445,6 +445,15 @@ static int methods_reserve_args(struct daemon *d, struct json_object *params,
                 *ret_error = xasprintf("no NUMA node %" PRId64 " on this host", node);
                 return -EINVAL;
         }
+        /* More pages than the node has memory would only keep the daemon (and
+         * every hook waiting on it) busy in the kernel's reclaim and compaction. */
+        const struct topo_node *tn = &d->topo->nodes[topo_node_by_os(d->topo, (unsigned)node)];
+        if (tn->memory_kib && (uint64_t)count > tn->memory_kib / hugepages_size_kib(ret->size)) {
+                *ret_error = xasprintf("node %" PRId64 " has %" PRIu64 " MiB of memory: at most %" PRIu64
+                                       " %s pages", node, tn->memory_kib / 1024,
+                                       tn->memory_kib / hugepages_size_kib(ret->size), size);
+                return -EINVAL;
+        }
         ret->node = (unsigned)node;
         ret->count = (uint64_t)count;
         return 0;
@@ -699,6 +708,18 @@ int daemon_reload(struct daemon *d, struct json_object *changed, char *err, size
                 conf_free(c);
                 return -EINVAL;
         }
+        if (!hwloc_bitmap_isequal(reserved, d->reserved) && !d->connected) {
+                /* Re-placing needs libvirt: dropping every hold now would hand
+                 * running guests' PUs to others. */
+                snprintf(err, errlen, "reserved_cpus changed while libvirt is disconnected; "
+                         "reload again once connected");
+                hwloc_bitmap_free(reserved);
+                conf_free(c);
+                return log_error("Reload refused, keeping the running configuration: %s", err), -EAGAIN;
+        }
+        if (!streq(c->uri ? c->uri : CONF_URI_DEFAULT, d->conf->uri ? d->conf->uri : CONF_URI_DEFAULT))
+                log_warning("[libvirt] uri changed to %s: it takes effect when kvmtuned restarts",
+                            c->uri ? c->uri : CONF_URI_DEFAULT);
         conf_free(d->conf);
         d->conf = c;
         if (!hwloc_bitmap_isequal(reserved, d->reserved)) {

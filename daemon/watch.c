@@ -173,11 +173,13 @@ static int watch_on_reconnect(sd_event_source *s, uint64_t usec, void *userdata)
         struct daemon *d = userdata;
 
         watch_disconnect(d);
-        if (watch_connect(d) < 0) {
+        if (watch_connect(d) < 0 || watch_resync(d) < 0) {
+                /* A connection that fails its first resync is no connection:
+                 * drop it and try again rather than serve a stale table. */
+                watch_disconnect(d);
                 watch_schedule_reconnect(d);
                 return 0;
         }
-        watch_resync(d);
         return 0;
 }
 
