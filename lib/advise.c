@@ -12,6 +12,7 @@
 
 #include "kvmtune/advise.h"
 #include "kvmtune/util.h"
+#include "xmltree.h"
 
 #define ADVISE_PARSE_FLAGS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA)
 #define ADVISE_MAX_FINDINGS 1024
@@ -31,27 +32,6 @@ struct advise {
 };
 
 /* ---- tree helpers: libvirt's own elements carry no namespace ---------------- */
-
-static bool is_elem(const xmlNode *n, const char *name) {
-        return n && n->type == XML_ELEMENT_NODE && !n->ns && xmlStrEqual(n->name, BAD_CAST name);
-}
-
-static xmlNode *child(const xmlNode *parent, const char *name) {
-        for (xmlNode *c = parent ? parent->children : NULL; c; c = c->next)
-                if (is_elem(c, name))
-                        return c;
-        return NULL;
-}
-
-static xmlNode *next_sibling(const xmlNode *n, const char *name) {
-        for (xmlNode *c = n->next; c; c = c->next)
-                if (is_elem(c, name))
-                        return c;
-        return NULL;
-}
-
-#define FOREACH_CHILD(c, parent, name) \
-        for (xmlNode *c = child((parent), (name)); c; c = next_sibling(c, (name)))
 
 /* Copies the attribute into buf ("" when absent or too long). */
 static const char *attr(const xmlNode *n, const char *name, char *buf, size_t len) {

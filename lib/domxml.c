@@ -12,6 +12,7 @@
 
 #include "kvmtune/domxml.h"
 #include "kvmtune/util.h"
+#include "xmltree.h"
 
 /* Domain XML comes from libvirt or the hook's stdin; anything bigger is not a domain. */
 #define DOMXML_MAX_SIZE (4u * 1024 * 1024)
@@ -28,29 +29,6 @@ static inline void domxml_freep(struct domxml **d) { domxml_free(*d); }
 #define fail(err, errlen, ...) error_set((err), (errlen), -EINVAL, __VA_ARGS__)
 
 /* ---- tree helpers: libvirt's own elements carry no namespace ---------------- */
-
-static bool is_elem(const xmlNode *n, const char *name) {
-        return n && n->type == XML_ELEMENT_NODE && !n->ns && xmlStrEqual(n->name, BAD_CAST name);
-}
-
-static xmlNode *child(const xmlNode *parent, const char *name) {
-        if (!parent)
-                return NULL;
-        for (xmlNode *c = parent->children; c; c = c->next)
-                if (is_elem(c, name))
-                        return c;
-        return NULL;
-}
-
-static xmlNode *next_sibling(const xmlNode *n, const char *name) {
-        for (xmlNode *c = n->next; c; c = c->next)
-                if (is_elem(c, name))
-                        return c;
-        return NULL;
-}
-
-#define FOREACH_CHILD(c, parent, name) \
-        for (xmlNode *c = child((parent), (name)); c; c = next_sibling(c, (name)))
 
 /* Attribute without namespace, as a malloc'd string (xmlFree) or NULL. */
 static xmlChar *attr(const xmlNode *n, const char *name) {
