@@ -20,11 +20,6 @@
 #include "kvmtune/render.h"
 #include "kvmtune/util.h"
 
-static inline void json_putp(struct json_object **o) { json_object_put(*o); }
-static inline void bitmap_freep(hwloc_bitmap_t *m) { if (*m) hwloc_bitmap_free(*m); }
-#define _cleanup_json_ _cleanup_(json_putp)
-#define _cleanup_bitmap_ _cleanup_(bitmap_freep)
-
 static void jadd(struct json_object *o, const char *key, struct json_object *v) {
         json_object_object_add(o, key, v);
 }

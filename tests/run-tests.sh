@@ -50,6 +50,24 @@ else
         failed=$((failed + 1)); echo "FAIL: make distcheck"; tail -30 "$builddir/default/distcheck.log"
 fi
 
+echo "== fuzzing smoke run: each libFuzzer target ${FUZZ_SECONDS:-15} s under ASan (clang)"
+if command -v clang >/dev/null && build "$builddir/fuzz" CC=clang --enable-fuzzing --enable-asan \
+        && make -s -j"$jobs" tests/fuzz/fuzz-domxml tests/fuzz/fuzz-conf tests/fuzz/fuzz-proto tests/fuzz/fuzz-advise; then
+        for t in domxml conf proto advise; do
+                corpus=$(mktemp -d)
+                seeds=$top/tests/fixtures/$t; [ -d "$seeds" ] || seeds=
+                if ASAN_OPTIONS=detect_leaks=1 "$builddir/fuzz/tests/fuzz/fuzz-$t" \
+                        -max_total_time="${FUZZ_SECONDS:-15}" "$corpus" $seeds >"$builddir/fuzz/fuzz-$t.log" 2>&1; then
+                        passed=$((passed + 1)); echo "PASS: fuzz-$t ($(grep -o 'Done [0-9]* runs' "$builddir/fuzz/fuzz-$t.log"))"
+                else
+                        failed=$((failed + 1)); echo "FAIL: fuzz-$t"; tail -30 "$builddir/fuzz/fuzz-$t.log"
+                fi
+                rm -rf "$corpus"
+        done
+else
+        skipped=$((skipped + 4)); echo "skipped: no clang, or the fuzz build failed"
+fi
+
 echo "== integration tests (real libvirtd + QEMU)"
 if [ "$(id -u)" = 0 ]; then
         cd "$builddir/default" && rm -f test-suite.log && make -s check-integration >/dev/null 2>&1
