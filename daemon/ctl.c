@@ -365,13 +365,12 @@ static int remove_stale_socket(const char *path) {
 }
 
 static int socket_listen(const char *path, int *ret_fd) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct sockaddr_un sa;
         _cleanup_close_ int fd = -1;
         int r;
 
-        if (strlen(path) >= sizeof(sa.sun_path))
+        if (proto_sockaddr(path, &sa) < 0)
                 return -ENAMETOOLONG;
-        strcpy(sa.sun_path, path);
         r = mkdir_parents(path);
         if (r >= 0)
                 r = remove_stale_socket(path);

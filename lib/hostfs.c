@@ -81,17 +81,24 @@ int hostfs_read(const char *root, const char *path, char **ret) {
         return hostfs_read_fd(fd, ret);
 }
 
-/* Digits, then only whitespace. strtoull alone would take "-1" and " 7". */
-static int hostfs_parse_u64(const char *s, uint64_t *ret) {
-        unsigned long long v;
-        char *end;
-
+/* A decimal that starts with a digit (strtoull alone would take "-1" and " 7");
+ * *ret_end points past it. */
+static int hostfs_digits(const char *s, unsigned long long *ret, char **ret_end) {
         if (*s < '0' || *s > '9')
                 return -EINVAL;
         errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno == ERANGE)
-                return -ERANGE;
+        *ret = strtoull(s, ret_end, 10);
+        return errno == ERANGE ? -ERANGE : 0;
+}
+
+/* Digits, then only whitespace. */
+static int hostfs_parse_u64(const char *s, uint64_t *ret) {
+        unsigned long long v;
+        char *end;
+        int r = hostfs_digits(s, &v, &end);
+
+        if (r < 0)
+                return r;
         end += strspn(end, " \t\n");
         if (*end)
                 return -EINVAL;
@@ -155,13 +162,10 @@ static int hostfs_meminfo_value(const char *s, uint64_t *ret) {
         unsigned long long v;
         char *end;
 
-        s += strspn(s, " \t");
-        if (*s < '0' || *s > '9')
-                return -EINVAL;
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno == ERANGE)
-                return -ERANGE;
+        int r = hostfs_digits(s + strspn(s, " \t"), &v, &end);
+
+        if (r < 0)
+                return r;
         end += strspn(end, " \t");
         if (strncmp(end, "kB", 2) == 0)
                 end += 2;

@@ -235,14 +235,21 @@ const char *proto_socket_path(const char *explicit_path) {
         return e && *e ? e : PROTO_SOCKET_DEFAULT;
 }
 
+int proto_sockaddr(const char *path, struct sockaddr_un *ret) {
+        if (strlen(path) >= sizeof(ret->sun_path))
+                return -ENAMETOOLONG;
+        *ret = (struct sockaddr_un){ .sun_family = AF_UNIX };
+        strcpy(ret->sun_path, path);
+        return 0;
+}
+
 int proto_connect(const char *path) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct sockaddr_un sa;
         _cleanup_close_ int fd = -1;
         int r;
 
-        if (strlen(path) >= sizeof(sa.sun_path))
+        if (proto_sockaddr(path, &sa) < 0)
                 return -ENAMETOOLONG;
-        strcpy(sa.sun_path, path);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;

@@ -121,6 +121,9 @@ const char *proto_socket_path(const char *explicit_path);
 /* Client side: connect to the daemon at path. Returns a connected (blocking)
  * fd, or a negative errno (-ENOENT, -ECONNREFUSED, -EACCES, -ENAMETOOLONG...). */
 int proto_connect(const char *path);
+/* Fills an AF_UNIX address for path: 0, or -ENAMETOOLONG. */
+struct sockaddr_un;
+int proto_sockaddr(const char *path, struct sockaddr_un *ret);
 
 /* Send one request on fd and read its reply, giving up after timeout_ms (for the
  * whole exchange; <= 0: no limit). Returns 0 with *ret filled (a daemon error is
