@@ -58,7 +58,6 @@ T_MANAGED="$P-*"
 require_env
 command -v python3 >/dev/null || skip_all "python3 is not installed"
 command -v perl >/dev/null || skip_all "perl is not installed"
-start_libvirtd
 
 SAMPLER=$T_TMP/sampler.py
 ANALYZE=$T_TMP/analyze.py

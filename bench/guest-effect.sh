@@ -20,7 +20,6 @@ export SRCDIR=$top
 T_MANAGED=kvmtuned-bench-*
 . "$top/tests/integration/lib.sh"
 require_env
-start_libvirtd
 images=/var/lib/libvirt/images/kvmtuned-bench
 trap 't_cleanup; rm -rf "$images"' EXIT
 

@@ -90,6 +90,7 @@ require_env() {
         command -v qemu-system-x86_64 >/dev/null || skip_all "qemu-system-x86_64 is not installed"
         [ -x "$BUILDDIR/kvmtuned" ] || skip_all "$BUILDDIR/kvmtuned is not built"
         [ -x "$BUILDDIR/kvmtunectl" ] || skip_all "$BUILDDIR/kvmtunectl is not built"
+        start_libvirtd
 }
 
 # ---- libvirtd ----------------------------------------------------------------
@@ -149,27 +150,47 @@ restart_system_daemon() {
         esac
 }
 
+# stop_pid PID: SIGTERM, then wait for the process to be gone (SIGKILL after
+# 30 s). A libvirtd or virtlogd that is still exiting holds its pid file, so a
+# new one started too early exits at once.
+stop_pid() {
+        [ -n "$1" ] || return 0
+        kill "$1" 2>/dev/null || return 0
+        wait_for 30 sh -c "! kill -0 $1 2>/dev/null" && return 0
+        kill -9 "$1" 2>/dev/null
+        wait_for 5 sh -c "! kill -0 $1 2>/dev/null"
+}
+
+# ensure_daemon NAME VAR: start /usr/sbin/NAME when none runs; sets VAR=1 when
+# this test started it. A NAME still exiting (a previous test's cleanup) is
+# waited for rather than trusted.
+ensure_daemon() {
+        local deadline=$(( $(date +%s) + 60 ))
+        while :; do
+                if pgrep -x "$1" >/dev/null; then
+                        [ "$1" = libvirtd ] && libvirt_up && return 0
+                        [ "$1" = virtlogd ] && [ -S /run/libvirt/virtlogd-sock ] && return 0
+                else
+                        /usr/sbin/"$1" -d 9>&- && eval "$2=1"
+                fi
+                [ "$(date +%s)" -ge "$deadline" ] && return 1
+                sleep 0.2
+        done
+}
+
 start_libvirtd() {
         fix_kvm_perms
         stop_system_daemon
-        if ! pgrep -x virtlogd >/dev/null; then
-                /usr/sbin/virtlogd -d 9>&- && T_STARTED_VIRTLOGD=1
-        fi
-        if ! pgrep -x libvirtd >/dev/null; then
-                /usr/sbin/libvirtd -d 9>&- && T_STARTED_LIBVIRTD=1
-        fi
-        wait_for 30 libvirt_up || { echo "Bail out! libvirtd does not answer"; exit 1; }
+        ensure_daemon virtlogd T_STARTED_VIRTLOGD || { echo "Bail out! virtlogd does not start"; exit 1; }
+        ensure_daemon libvirtd T_STARTED_LIBVIRTD || { echo "Bail out! libvirtd does not answer"; exit 1; }
 }
 
 # Kills libvirtd (whoever started it) and starts a new one: the test restores a
 # running libvirtd, and stops it at exit only if none ran before the test.
 restart_libvirtd() {
-        local pid
-        pid=$(pgrep -x libvirtd | head -1)
-        [ -n "$pid" ] && kill "$pid"
-        wait_for 20 sh -c "! kill -0 $pid 2>/dev/null"
-        /usr/sbin/libvirtd -d 9>&-
-        wait_for 30 libvirt_up
+        stop_pid "$(pgrep -x libvirtd | head -1)"
+        local started=0
+        ensure_daemon libvirtd started
 }
 
 # ---- domains -----------------------------------------------------------------
@@ -392,14 +413,8 @@ t_cleanup() {
         cleanup_domains
         restart_system_daemon
         restore_kvm_perms
-        if [ "$T_STARTED_LIBVIRTD" = 1 ]; then
-                pkill_pid=$(pgrep -x libvirtd | head -1)
-                [ -n "$pkill_pid" ] && kill "$pkill_pid"
-        fi
-        if [ "$T_STARTED_VIRTLOGD" = 1 ]; then
-                pkill_pid=$(pgrep -x virtlogd | head -1)
-                [ -n "$pkill_pid" ] && kill "$pkill_pid"
-        fi
+        [ "$T_STARTED_LIBVIRTD" = 1 ] && stop_pid "$(pgrep -x libvirtd | head -1)"
+        [ "$T_STARTED_VIRTLOGD" = 1 ] && stop_pid "$(pgrep -x virtlogd | head -1)"
         if [ "$T_FAILED" -gt 0 ] && [ -f "$T_LOG" ]; then
                 diag "kvmtuned log:"
                 sed 's/^/#   /' "$T_LOG"

@@ -17,7 +17,6 @@ require_env
 HP_SYS=/sys/devices/system/node
 HP_DIR=$HP_SYS/node0/hugepages/hugepages-2048kB
 [ -w "$HP_DIR/nr_hugepages" ] || skip_all "no writable 2 MiB pool on node 0 ($HP_DIR)"
-start_libvirtd
 
 A=kvmtuned-test-hp-guest        # <memoryBacking><hugepages/>, 64 MiB: 32 pages
 B=kvmtuned-test-hp-big          # policy hugepages=2M, 256 MiB: more than is free

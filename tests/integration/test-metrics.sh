@@ -6,7 +6,6 @@
 . "$(dirname "$0")/lib.sh"
 
 require_env
-start_libvirtd
 
 A=kvmtuned-test-mx-ded         # metadata: dedicated
 B=kvmtuned-test-mx-shr         # config glob: shared

@@ -6,7 +6,6 @@
 . "$(dirname "$0")/lib.sh"
 
 require_env
-start_libvirtd
 
 A=kvmtuned-test-pl-ded         # metadata: dedicated, strict NUMA (cgroup path)
 B=kvmtuned-test-pl-shr         # no policy: [domain "kvmtuned-test-pl-*"] cpu = shared

@@ -5,7 +5,6 @@
 . "$(dirname "$0")/lib.sh"
 
 require_env
-start_libvirtd
 
 A=kvmtuned-test-rs-ded
 B=kvmtuned-test-rs-shr
