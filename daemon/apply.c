@@ -11,6 +11,7 @@
 #include <libvirt/virterror.h>
 
 #include "daemon.h"
+#include "kvmtune/domxml.h"
 #include "kvmtune/hostfs.h"
 #include "kvmtune/log.h"
 #include "kvmtune/util.h"
@@ -282,5 +283,123 @@ int apply_numa(struct daemon *d, virDomainPtr dom, const struct domain *dm,
                 return log_full(LOG_ERR, dm->name, dm->uuid, 0, "%s, domain marked failed", reason), r;
         }
         apply_migrate_pages(dm, p->mems);
+        return 0;
+}
+
+/* ---- the persistent definition ---------------------------------------------- */
+
+/* libvirt's qemu hook "started" runs after the vCPUs were resumed
+ * (qemuProcessFinishStartup), but the pins of the persistent definition are
+ * applied while QEMU's threads are created, before the vCPUs first run, and
+ * <numatune> sets the memory policy before QEMU allocates guest memory. So a
+ * dedicated placement is written there too: from the next start on the guest
+ * never runs a single instruction outside its PUs (when they are still free,
+ * the start adopts the record and nothing moves). */
+static int apply_config_numa(virDomainPtr dom, const struct pinset *p) {
+        _cleanup_free_ char *mems = NULL;
+        virTypedParameter par[2] = {};
+
+        if (!p->mems || p->numa == POLICY_NUMA_NONE)
+                return 0;
+        hwloc_bitmap_list_asprintf(&mems, p->mems);
+        snprintf(par[0].field, sizeof par[0].field, "%s", VIR_DOMAIN_NUMA_MODE);
+        par[0].type = VIR_TYPED_PARAM_INT;
+        par[0].value.i = p->numa == POLICY_NUMA_STRICT ? VIR_DOMAIN_NUMATUNE_MEM_STRICT
+                                                       : VIR_DOMAIN_NUMATUNE_MEM_PREFERRED;
+        snprintf(par[1].field, sizeof par[1].field, "%s", VIR_DOMAIN_NUMA_NODESET);
+        par[1].type = VIR_TYPED_PARAM_STRING;
+        par[1].value.s = mems;
+        return virDomainSetNumaParameters(dom, par, 2, VIR_DOMAIN_AFFECT_CONFIG);
+}
+
+static int apply_config_pins(virDomainPtr dom, const struct pinset *p, int maxcpus,
+                             char reason[PLACEMENT_REASON_MAX]) {
+        int len;
+        _cleanup_free_ unsigned char *emap = apply_cpumap(p->emulator, maxcpus, &len);
+
+        for (int i = 0; i < p->nvcpu; i++) {
+                _cleanup_free_ unsigned char *map = apply_cpumap(p->vcpu[i], maxcpus, &len);
+                if (virDomainPinVcpuFlags(dom, i, map, len, VIR_DOMAIN_AFFECT_CONFIG) < 0)
+                        return apply_fail(reason, "vCPU %d: %s", i, apply_libvirt_error());
+        }
+        if (virDomainPinEmulator(dom, emap, len, VIR_DOMAIN_AFFECT_CONFIG) < 0)
+                return apply_fail(reason, "emulator: %s", apply_libvirt_error());
+        for (int i = 0; i < p->niothread; i++) {
+                _cleanup_free_ unsigned char *map = apply_cpumap(p->iothread[i], maxcpus, &len);
+                if (virDomainPinIOThread(dom, p->iothread_id[i], map, len, VIR_DOMAIN_AFFECT_CONFIG) < 0)
+                        return apply_fail(reason, "iothread %d: %s", p->iothread_id[i], apply_libvirt_error());
+        }
+        return 0;
+}
+
+int apply_persist(struct daemon *d, virDomainPtr dom, const struct domain *dm, const struct pinset *p) {
+        char reason[PLACEMENT_REASON_MAX] = "";
+        int r;
+
+        if (virDomainIsPersistent(dom) != 1)
+                return 0;
+        r = apply_config_pins(dom, p, apply_maxcpus(d), reason);
+        if (r >= 0 && apply_config_numa(dom, p) < 0)
+                r = apply_fail(reason, "numatune: %s", apply_libvirt_error());
+        if (r >= 0 && record_store(d, dom, dm, VIR_DOMAIN_AFFECT_CONFIG) < 0)
+                r = apply_fail(reason, "placement record: %s", apply_libvirt_error());
+        if (r < 0)
+                log_full(LOG_WARNING, dm->name, dm->uuid, 0,
+                         "cannot write its placement into the persistent definition (%s); "
+                         "its next start is pinned by the hook or the started event instead", reason);
+        return r;
+}
+
+/* Takes our pins out of the persistent definition when it holds our record
+ * (the domain is no longer placed on dedicated PUs): every CPU, every node. */
+int apply_unpersist(struct daemon *d, virDomainPtr dom, const struct domain *dm) {
+        _cleanup_free_ char *rec = NULL;
+        _cleanup_bitmap_ hwloc_bitmap_t all = hwloc_bitmap_alloc();
+        char reason[PLACEMENT_REASON_MAX] = "";
+        struct pinset p = { .nvcpu = dm->vcpus, .niothread = dm->niothread, .numa = POLICY_NUMA_NONE };
+        struct pinset old = {};
+        struct plan plan = {};
+        bool dedicated;
+        int r;
+
+        if (virDomainIsPersistent(dom) != 1)
+                return 0;
+        rec = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, DOMXML_PLACEMENT_NS,
+                                   VIR_DOMAIN_AFFECT_CONFIG);
+        if (!rec)
+                return 0;
+        for (int i = 0; i < d->topo->npu; i++)
+                hwloc_bitmap_set(all, d->topo->pus[i].os);
+        /* our <numatune> becomes a binding to every node (no restriction) */
+        if (record_parse(d->topo, rec, &dedicated, &plan, &old) == 0 && dedicated &&
+            plan.numa != POLICY_NUMA_NONE) {
+                p.numa = POLICY_NUMA_STRICT;
+                p.mems = hwloc_bitmap_alloc();
+                for (int i = 0; i < d->topo->nnode; i++)
+                        hwloc_bitmap_set(p.mems, d->topo->nodes[i].os);
+        }
+        plan_done(&plan);
+        pinset_done(&old);
+        p.vcpu = xcalloc(p.nvcpu + 1, sizeof *p.vcpu);
+        for (int i = 0; i < p.nvcpu; i++)
+                p.vcpu[i] = hwloc_bitmap_dup(all);
+        p.iothread = xcalloc(p.niothread + 1, sizeof *p.iothread);
+        p.iothread_id = xcalloc(p.niothread + 1, sizeof *p.iothread_id);
+        for (int i = 0; i < p.niothread; i++) {
+                p.iothread[i] = hwloc_bitmap_dup(all);
+                p.iothread_id[i] = dm->iothread_ids[i];
+        }
+        p.emulator = hwloc_bitmap_dup(all);
+        r = apply_config_pins(dom, &p, apply_maxcpus(d), reason);
+        if (r >= 0 && apply_config_numa(dom, &p) < 0)
+                r = apply_fail(reason, "numatune: %s", apply_libvirt_error());
+        if (r >= 0 && virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL, DOMXML_PLACEMENT_NS,
+                                           VIR_DOMAIN_AFFECT_CONFIG) < 0)
+                r = apply_fail(reason, "placement record: %s", apply_libvirt_error());
+        pinset_done(&p);
+        if (r < 0)
+                return log_full(LOG_WARNING, dm->name, dm->uuid, 0,
+                                "cannot take its old pins out of the persistent definition: %s", reason), r;
+        log_full(LOG_INFO, dm->name, dm->uuid, 0, "no longer dedicated: its pins are out of the persistent definition");
         return 0;
 }

@@ -19,6 +19,9 @@
 
 #define PLACEMENT_RECORD_KEY "kvmtuned-placement"
 
+static inline void bitmap_freep(hwloc_bitmap_t *m) { if (*m) hwloc_bitmap_free(*m); }
+#define _cleanup_bitmap_ _cleanup_(bitmap_freep)
+
 enum domain_state {
         DOMAIN_TUNED,                   /* placed on dedicated PUs as its policy says */
         DOMAIN_SHARED,                  /* confined to the shared pool */
@@ -61,6 +64,7 @@ struct domain {
         bool seen;                      /* marked during a resync */
         bool hooked;                    /* pinned by the qemu hook before start, not
                                          * yet applied through libvirt (no record) */
+        bool persisted;                 /* its persistent definition may hold our record */
 };
 
 struct daemon {
@@ -155,6 +159,12 @@ int apply_pins(struct daemon *d, virDomainPtr dom, const struct domain *dm,
                const struct pinset *p, char reason[PLACEMENT_REASON_MAX]);
 int apply_numa(struct daemon *d, virDomainPtr dom, const struct domain *dm,
                const struct pinset *p, char reason[PLACEMENT_REASON_MAX]);
+/* The persistent definition (config.persist_placement): apply_persist writes
+ * the pins, <numatune> and the placement record there, so libvirt applies them
+ * before the vCPUs first run on the next start; apply_unpersist takes them out
+ * again when the definition holds our record. 0 or -EIO (logged). */
+int apply_persist(struct daemon *d, virDomainPtr dom, const struct domain *dm, const struct pinset *p);
+int apply_unpersist(struct daemon *d, virDomainPtr dom, const struct domain *dm);
 /* Reads the cgroup directory of a QEMU pid (v1 cpuset or v2) below sysfs_root. */
 int apply_cgroup_dir(const char *sysfs_root, pid_t pid, char **ret);
 /* Writes cpuset.mems of a cgroup directory (from apply_cgroup_dir) and of each
@@ -167,7 +177,12 @@ char *record_format(const struct topo *t, const struct domain *dm);
  * are compared with the live pins. Returns 0, -EINVAL. */
 int record_parse(const struct topo *t, const char *xml, bool *ret_dedicated,
                  struct plan *ret_plan, struct pinset *ret_pins);
-int record_store(struct daemon *d, virDomainPtr dom, const struct domain *dm);
+/* flags: VIR_DOMAIN_AFFECT_LIVE and/or VIR_DOMAIN_AFFECT_CONFIG. */
+int record_store(struct daemon *d, virDomainPtr dom, const struct domain *dm, unsigned flags);
+/* "cpu=dedicated threads=prefer ...": the policy a record was made for. */
+char *record_policy(const struct policy *p);
+/* Whether a record was made for this policy (a record without one: yes). */
+bool record_policy_matches(const char *xml, const struct policy *p);
 
 /* Drops every domain's hold on the allocations (before they are rebuilt). */
 void domains_drop_holds(struct daemon *d);

@@ -18,8 +18,6 @@
 #define dlog(dm, level, ...) log_full((level), (dm)->name, (dm)->uuid, 0, __VA_ARGS__)
 
 static inline void domxml_freep(struct domxml **x) { domxml_free(*x); }
-static inline void bitmap_freep(hwloc_bitmap_t *m) { if (*m) hwloc_bitmap_free(*m); }
-#define _cleanup_bitmap_ _cleanup_(bitmap_freep)
 
 static const char *const state_names[_DOMAIN_STATE_MAX] = {
         [DOMAIN_TUNED] = "tuned", [DOMAIN_SHARED] = "shared", [DOMAIN_IGNORED] = "ignored",
@@ -199,11 +197,12 @@ static hwloc_bitmap_t domain_live_vcpu_pins(const struct topo *t, const struct d
         return all;
 }
 
+/* Every live vCPU pin is the recorded one. A domain whose vCPU count changed
+ * since (its definition edited while it was off) still matches on the vCPUs
+ * the record knows; a pin on a vCPU the record does not know is not ours. */
 static bool domain_pins_match(const struct pinset *live, const struct pinset *rec) {
-        if (live->nvcpu != rec->nvcpu)
-                return false;
         for (int i = 0; i < live->nvcpu; i++)
-                if (live->vcpu[i] && !hwloc_bitmap_isequal(live->vcpu[i], rec->vcpu[i]))
+                if (live->vcpu[i] && (i >= rec->nvcpu || !hwloc_bitmap_isequal(live->vcpu[i], rec->vcpu[i])))
                         return false;
         return true;
 }
@@ -377,6 +376,20 @@ static void domain_fail(struct daemon *d, struct domain *dm, const char *reason)
                      dm->name);
 }
 
+/* The persistent definition follows: a dedicated placement is written there
+ * (libvirt pins the next start before its vCPUs run), anything else takes our
+ * old pins out of it. */
+static void domain_persist(struct daemon *d, virDomainPtr dom, struct domain *dm) {
+        if (!d->conf->persist_placement)
+                return;
+        if (dm->state == DOMAIN_TUNED && dm->placed && dm->plan.dedicated) {
+                if (apply_persist(d, dom, dm, &dm->pins) == 0)
+                        dm->persisted = true;
+        } else if (dm->persisted && apply_unpersist(d, dom, dm) == 0) {
+                dm->persisted = false;
+        }
+}
+
 static int domain_apply(struct daemon *d, virDomainPtr dom, struct domain *dm) {
         struct pinset p;
         char reason[PLACEMENT_REASON_MAX] = "";
@@ -401,8 +414,9 @@ static int domain_apply(struct daemon *d, virDomainPtr dom, struct domain *dm) {
         }
         pinset_done(&dm->pins);
         dm->pins = p;
-        if (record_store(d, dom, dm) < 0)
+        if (record_store(d, dom, dm, VIR_DOMAIN_AFFECT_LIVE) < 0)
                 dlog(dm, LOG_WARNING, "cannot store the placement record; a restarted daemon will place it anew");
+        domain_persist(d, dom, dm);
         return 0;
 }
 
@@ -426,6 +440,7 @@ static void domain_unpin(struct daemon *d, virDomainPtr dom, struct domain *dm) 
         if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL, DOMXML_PLACEMENT_NS,
                                  VIR_DOMAIN_AFFECT_LIVE) < 0)
                 dlog(dm, LOG_WARNING, "cannot remove its placement record");
+        domain_persist(d, dom, dm);
 }
 
 static void domain_log_result(const struct domain *dm) {
@@ -464,9 +479,19 @@ static bool domain_decide_keep(struct daemon *d, struct domain *dm, const struct
         return true;
 }
 
-/* Decides what the domain gets; returns true when pins must be applied. */
-static bool domain_decide(struct daemon *d, struct domain *dm, const struct domxml *x) {
+static int domain_adopt_record(struct daemon *d, struct domain *dm, const struct domxml *x);
+
+/* Decides what the domain gets; returns true when pins must be applied. A
+ * domain that just started (fresh) with the record of an earlier run in its
+ * definition keeps those PUs when they are free and its policy is unchanged:
+ * libvirt already pinned it there before its vCPUs ran. */
+static bool domain_decide(struct daemon *d, struct domain *dm, const struct domxml *x, bool fresh) {
         domain_policy(d, dm, x);
+        dm->persisted = dm->persisted || x->placement;
+        if (fresh && domain_adopt_record(d, dm, x) > 0) {
+                dlog(dm, LOG_INFO, "started on the PUs recorded in its definition, keeping them");
+                return true;
+        }
         if (domain_decide_keep(d, dm, x))
                 return false;
         domain_place(d, dm, x);
@@ -486,6 +511,8 @@ static struct domain *domain_get(struct daemon *d, virDomainPtr dom) {
 
 int domains_update(struct daemon *d, virDomainPtr dom, bool rescan) {
         _cleanup_(domxml_freep) struct domxml *x = NULL;
+        char uuid[VIR_UUID_STRING_BUFLEN] = "";
+        bool fresh = !rescan && virDomainGetUUIDString(dom, uuid) == 0 && !domains_find_uuid(d, uuid);
         struct domain *dm = domain_get(d, dom);
         int r;
 
@@ -499,7 +526,7 @@ int domains_update(struct daemon *d, virDomainPtr dom, bool rescan) {
                 return dlog(dm, LOG_ERR, "%s, leaving it alone", dm->reason), r;
         }
         domain_release_hold(d, dm);
-        if (domain_decide(d, dm, x)) {
+        if (domain_decide(d, dm, x, fresh)) {
                 r = domain_apply(d, dom, dm);
                 domains_follow_pool(d);
         } else if (dm->pins.nvcpu > 0 && dm->policy.cpu == POLICY_CPU_NONE)
@@ -542,10 +569,12 @@ static int domain_adopt_record(struct daemon *d, struct domain *dm, const struct
         bool dedicated, match;
 
         if (!x->placement || dm->policy.cpu != POLICY_CPU_DEDICATED ||
+            !record_policy_matches(x->placement, &dm->policy) ||
             record_parse(d->topo, x->placement, &dedicated, &p, &rec) < 0)
                 return 0;
         hwloc_bitmap_free(domain_live_vcpu_pins(d->topo, x, &live));
         match = dedicated && domain_pins_match(&live, &rec) && p.nvcpu == dm->vcpus &&
+                p.niothread == dm->niothread && p.memory_kib == dm->memory_kib &&
                 domain_record_free(d, &p);
         pinset_done(&live);
         pinset_done(&rec);
@@ -600,7 +629,7 @@ int domains_place_xml(struct daemon *d, const struct domxml *x, pid_t pid, struc
         dm->hooked = false;
         domain_release_hold(d, dm);
         domain_facts(dm, x, pid);
-        if (!domain_decide(d, dm, x)) {
+        if (!domain_decide(d, dm, x, true)) {
                 domain_log_result(dm);
                 return 0;
         }

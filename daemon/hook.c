@@ -187,7 +187,7 @@ static int hook_started(struct daemon *d, const struct hook_params *hp, struct j
         char err[256] = "", reason[PLACEMENT_REASON_MAX] = "";
         struct domain *dm = NULL;
         long ticks = 0;
-        int r;
+        int r, moved = 0;
 
         if (domxml_parse(hp->xml, hp->xml_len, &x, err, sizeof err) < 0)
                 return *ret_error = xasprintf("domain XML: %s", err), -EINVAL;
@@ -203,14 +203,21 @@ static int hook_started(struct daemon *d, const struct hook_params *hp, struct j
                 return *ret_result = hook_answer(dm, false, dm->reason), 0;
         if (dm->state == DOMAIN_UNPLACED && dm->policy.placement == POLICY_PLACEMENT_STRICT)
                 return hook_refuse(d, dm, ret_result);
-        r = qemuproc_apply(d->sysfs_root, hp->pid, &dm->pins, reason, &ticks);
+        r = qemuproc_apply(d->sysfs_root, hp->pid, &dm->pins, reason, &ticks, &moved);
         if (r < 0)
                 return hook_fall_back(d, dm, reason, ret_result);
         metrics_observe_hook(&d->metrics);
-        log_dom(LOG_INFO, dm->name, dm->uuid, "%s by the started hook: threads and cgroup pinned "
-                "after %ld tick%s of vCPU time", domain_state_to_string(dm->state), ticks, ticks == 1 ? "" : "s");
+        if (moved == 0)
+                log_dom(LOG_INFO, dm->name, dm->uuid, "%s by the started hook: every thread was already on "
+                        "its final CPUs (pinned by libvirt at launch from its definition)",
+                        domain_state_to_string(dm->state));
+        else
+                log_dom(LOG_INFO, dm->name, dm->uuid, "%s by the started hook: %d thread%s and the cgroup "
+                        "pinned after %ld tick%s of vCPU time", domain_state_to_string(dm->state), moved,
+                        moved == 1 ? "" : "s", ticks, ticks == 1 ? "" : "s");
         *ret_result = hook_answer(dm, true, dm->reason);
         json_object_object_add(*ret_result, "vcpu_ticks", json_object_new_int64(ticks));
+        json_object_object_add(*ret_result, "moved_threads", json_object_new_int(moved));
         hook_schedule_follow(d);
         return 0;
 }

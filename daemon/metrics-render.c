@@ -12,8 +12,6 @@
 #include "kvmtune/util.h"
 #include "metrics.h"
 
-static inline void bitmap_freep(hwloc_bitmap_t *m) { if (*m) hwloc_bitmap_free(*m); }
-#define _cleanup_bitmap_ _cleanup_(bitmap_freep)
 
 static void metrics_collect_pus(const struct daemon *d, struct metrics_node *nodes) {
         _cleanup_bitmap_ hwloc_bitmap_t pool = placement_shared_pool(d->topo, d->alloc, -1);

@@ -13,8 +13,6 @@
 #include "kvmtune/log.h"
 #include "kvmtune/util.h"
 
-static inline void bitmap_freep(hwloc_bitmap_t *m) { if (*m) hwloc_bitmap_free(*m); }
-#define _cleanup_bitmap_ _cleanup_(bitmap_freep)
 
 static inline void closedirp(DIR **d) { if (*d) closedir(*d); }
 
@@ -328,16 +326,27 @@ static int qemuproc_apply_thread(const char *root, const struct qemuproc *q,
 }
 
 int qemuproc_apply(const char *root, pid_t pid, const struct pinset *p,
-                   char reason[PLACEMENT_REASON_MAX], long *ret_vcpu_ticks) {
+                   char reason[PLACEMENT_REASON_MAX], long *ret_vcpu_ticks, int *ret_moved) {
         _cleanup_(qemuproc_freep) struct qemuproc *q = NULL;
-        int r = qemuproc_scan(root, pid, &q);
+        int r = qemuproc_scan(root, pid, &q), moved = 0;
 
         if (r < 0)
                 return qemuproc_fail(r, reason, "cannot list the threads of QEMU %d: %s", (int)pid, strerror(-r));
         if (ret_vcpu_ticks)
                 *ret_vcpu_ticks = qemuproc_vcpu_ticks(root, q);
+        /* before the cgroup: writing a v1 cpuset moves its threads too */
+        for (int i = 0; i < q->nthread; i++) {
+                _cleanup_bitmap_ hwloc_bitmap_t before = NULL;
+                const struct qemuproc_thread *t = &q->threads[i];
+
+                if (qemuproc_read_affinity(root, pid, t->tid, &before) < 0 ||
+                    !hwloc_bitmap_isequal(before, qemuproc_thread_cpus(t, p)))
+                        moved++;
+        }
         r = qemuproc_apply_cgroup(root, pid, p, reason);
         for (int i = 0; r >= 0 && i < q->nthread; i++)
                 r = qemuproc_apply_thread(root, q, &q->threads[i], p, reason);
+        if (ret_moved)
+                *ret_moved = moved;
         return r;
 }

@@ -74,6 +74,8 @@ int qemuproc_cgroup_apply(const char *root, const char *dir, const struct pinset
  * then every thread's affinity, then reads the affinities back from /proc and
  * compares. Returns 0 or negative errno with reason[] filled. A thread that
  * exits meanwhile is not an error. ret_vcpu_ticks (may be NULL) gets the vCPU
- * time used before the threads were pinned (qemuproc_vcpu_ticks). */
+ * time used before the threads were pinned (qemuproc_vcpu_ticks); ret_moved
+ * (may be NULL) how many threads were not on their final CPUs yet (0: libvirt
+ * already pinned them at launch from the persistent definition). */
 int qemuproc_apply(const char *root, pid_t pid, const struct pinset *p,
-                   char reason[PLACEMENT_REASON_MAX], long *ret_vcpu_ticks);
+                   char reason[PLACEMENT_REASON_MAX], long *ret_vcpu_ticks, int *ret_moved);

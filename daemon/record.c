@@ -4,7 +4,13 @@
  *
  *   <placement cpu="dedicated" vcpus="0:4 1:6" idle="5" emulator="2"
  *              iothreads="1:2" nodes="0" mode="strict" node_mem="0:65536"
- *              memory_kib="65536" page="none"/>
+ *              memory_kib="65536" page="none"
+ *              policy="cpu=dedicated threads=prefer emulator=isolate iothreads=shared numa=strict hugepages=none"/>
+ *
+ * The same record goes into the persistent definition with the pins (see
+ * apply_persist): libvirt then applies them itself when it creates the
+ * threads, and the next start adopts the record when its PUs are still free
+ * and the policy it was made for is still the domain's.
  *
  * vcpus lists each vCPU's cpuset (one PU when dedicated); emulator and each
  * iothread are a PU list (dedicated), "shared" or "vcpus". CPU and node numbers
@@ -88,7 +94,15 @@ static void record_dedicated(struct strbuf *b, const struct topo *t, const struc
                policy_numa_to_string(p->numa), p->memory_kib, policy_page_to_string(p->page));
 }
 
+char *record_policy(const struct policy *p) {
+        return xasprintf("cpu=%s threads=%s emulator=%s iothreads=%s numa=%s hugepages=%s",
+                         policy_cpu_to_string(p->cpu), policy_threads_to_string(p->threads),
+                         policy_emulator_to_string(p->emulator), policy_iothreads_to_string(p->iothreads),
+                         policy_numa_to_string(p->numa), policy_page_to_string(p->page));
+}
+
 char *record_format(const struct topo *t, const struct domain *dm) {
+        _cleanup_free_ char *policy = record_policy(&dm->policy);
         struct strbuf b = {};
 
         sb_add(&b, "<placement cpu=\"%s\" vcpus=\"", dm->placed && dm->plan.dedicated ? "dedicated" : "shared");
@@ -99,15 +113,15 @@ char *record_format(const struct topo *t, const struct domain *dm) {
         sb_add(&b, "\"");
         if (dm->placed && dm->plan.dedicated)
                 record_dedicated(&b, t, dm);
-        sb_add(&b, "/>");
+        sb_add(&b, " policy=\"%s\"/>", policy);
         return b.s;
 }
 
-int record_store(struct daemon *d, virDomainPtr dom, const struct domain *dm) {
+int record_store(struct daemon *d, virDomainPtr dom, const struct domain *dm, unsigned flags) {
         _cleanup_free_ char *xml = record_format(d->topo, dm);
 
         if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, xml, PLACEMENT_RECORD_KEY,
-                                 DOMXML_PLACEMENT_NS, VIR_DOMAIN_AFFECT_LIVE) < 0)
+                                 DOMXML_PLACEMENT_NS, flags) < 0)
                 return -EIO;
         return 0;
 }
@@ -230,12 +244,13 @@ static int rec_node_mem(const struct topo *t, const char *v, struct plan *p) {
 }
 
 struct rec_attrs {
-        char *cpu, *vcpus, *idle, *emulator, *iothreads, *nodes, *node_mem, *mode, *memory, *page;
+        char *cpu, *vcpus, *idle, *emulator, *iothreads, *nodes, *node_mem, *mode, *memory, *page, *policy;
 };
 
 static void rec_attrs_done(struct rec_attrs *a) {
         free(a->cpu); free(a->vcpus); free(a->idle); free(a->emulator); free(a->iothreads);
         free(a->nodes); free(a->node_mem); free(a->mode); free(a->memory); free(a->page);
+        free(a->policy);
 }
 
 static int rec_read_attrs(const char *xml, struct rec_attrs *a) {
@@ -252,7 +267,7 @@ static int rec_read_attrs(const char *xml, struct rec_attrs *a) {
                 rec_attr(root, "cpu"), rec_attr(root, "vcpus"), rec_attr(root, "idle"),
                 rec_attr(root, "emulator"), rec_attr(root, "iothreads"), rec_attr(root, "nodes"),
                 rec_attr(root, "node_mem"), rec_attr(root, "mode"), rec_attr(root, "memory_kib"),
-                rec_attr(root, "page"),
+                rec_attr(root, "page"), rec_attr(root, "policy"),
         };
         xmlFreeDoc(doc);
         return a->cpu && a->vcpus ? 0 : -EINVAL;
@@ -310,4 +325,16 @@ int record_parse(const struct topo *t, const char *xml, bool *ret_dedicated,
         *ret_plan = p;
         *ret_pins = pins;
         return 0;
+}
+
+bool record_policy_matches(const char *xml, const struct policy *p) {
+        struct rec_attrs a = {};
+        _cleanup_free_ char *want = record_policy(p);
+        bool match;
+
+        if (rec_read_attrs(xml, &a) < 0)
+                return false;
+        match = !a.policy || streq(a.policy, want);     /* older records have none */
+        rec_attrs_done(&a);
+        return match;
 }

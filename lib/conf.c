@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <stdarg.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "kvmtune/conf.h"
@@ -257,6 +258,18 @@ static int set_hook_timeout(struct parser *p, const char *key, const char *value
         return 0;
 }
 
+static int set_persist_placement(struct parser *p, const char *key, const char *value) {
+        if (!strcasecmp(value, "yes") || !strcasecmp(value, "true") || !strcasecmp(value, "on") ||
+            streq(value, "1"))
+                p->conf->persist_placement = true;
+        else if (!strcasecmp(value, "no") || !strcasecmp(value, "false") || !strcasecmp(value, "off") ||
+                 streq(value, "0"))
+                p->conf->persist_placement = false;
+        else
+                return -EINVAL;
+        return 0;
+}
+
 static const struct conf_key libvirt_keys[] = {
         { "uri", set_uri, "a libvirt connection URI such as qemu:///system" },
 };
@@ -278,6 +291,7 @@ static const struct conf_key hugepages_keys[] = {
 };
 static const struct conf_key daemon_keys[] = {
         { "hook_timeout", set_hook_timeout, "milliseconds from 100 to 30000" },
+        { "persist_placement", set_persist_placement, "yes or no" },
 };
 
 #define SECTION(n, pat, k) { n, pat, k, ELEMENTSOF(k) }
@@ -558,6 +572,7 @@ static struct conf *conf_new(void) {
         c->uri = xstrdup(CONF_URI_DEFAULT);
         policy_init_default(&c->defaults);
         c->hook_timeout_ms = CONF_HOOK_TIMEOUT_DEFAULT_MS;
+        c->persist_placement = true;
         return c;
 }
 

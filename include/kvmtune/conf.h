@@ -40,6 +40,10 @@ struct conf {
         struct conf_domain *domains;    /* [domain "glob"] in file order */
         struct conf_hugepages hugepages[TOPO_PAGE_SIZES]; /* [hugepages] 2M, 1G */
         int hook_timeout_ms;            /* [daemon] hook_timeout, default 2000 */
+        bool persist_placement;         /* [daemon] persist_placement, default yes: a
+                                         * dedicated placement is also written into the
+                                         * persistent definition, so libvirt pins the
+                                         * threads before the vCPUs first run */
 };
 
 /* Parses path (NULL: CONF_PATH_DEFAULT) and then path.d/NAME.conf in byte order

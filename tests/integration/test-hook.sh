@@ -3,7 +3,9 @@
 # hook (hook-probe, installed as qemu.d/zz-probe, so it runs after kvmtuned's)
 # records at "started" every QEMU thread's affinity and the vCPU threads' CPU
 # time. The affinities must already be final (what kvmtunectl show reports
-# later). libvirt 9.0 resumes the vCPUs just before it runs the started hook
+# later). A dedicated placement is also written into the persistent definition
+# (persist_placement): on the next start libvirt itself pins the threads
+# before the vCPUs run, even with kvmtuned down, and kvmtuned keeps those PUs. libvirt 9.0 resumes the vCPUs just before it runs the started hook
 # (qemuProcessFinishStartup), so "zero vCPU time" cannot be asserted there:
 # the test prints the vCPU time the daemon read just before pinning, and
 # bench/hook-window.sh measures the window. Also: the started event then
@@ -108,17 +110,49 @@ ok "$(cpus_contain "$(domain_threads $B | awk '$1 == "vcpu" {print $3}')" "$held
         "$B follows the shared pool onto the released PU $held"
 check_affinity $B
 
+# ---- the placement is in the persistent definition too -----------------------------
+# libvirt applies a definition's pins while QEMU creates its threads, before it
+# resumes the vCPUs: from the second start on, nothing runs outside its PUs.
+inactive=$($VIRSH dumpxml --inactive $A)
+echo "$inactive" | grep -q "<vcpupin vcpu='0' cpuset='$held'/>"
+ok $? "$A's persistent definition pins vCPU 0 on PU $held"
+is "$($VIRSH metadata $A --uri urn:kvmtuned:placement:1 --config 2>/dev/null | grep -c '<placement')" 1 \
+        "$A has its placement record in the persistent metadata"
+echo "$inactive" | grep -q "<memory mode='strict' nodeset='[0-9]"
+ok $? "$A's persistent definition binds its memory to its node (numa strict)"
+
 # ---- fail-open: daemon down --------------------------------------------------------
+D=kvmtuned-test-hook-new        # defined now: nothing in its definition
+define_domain $D 1 0
 stop_daemon
 rm -f "$PROBE_DIR"/*
 base_ms=$(start_timed $A)
 ok $? "$A starts while kvmtuned is down (took ${base_ms} ms)"
-is "$(probed_threads $A | awk '$1 == "vcpu" {print $3}')" "$(all_cpus)" "$A: not pinned at started (nobody to place it)"
+is "$(probed_threads $A | awk '$1 == "vcpu" {print $3}')" "$held" \
+        "$A: with kvmtuned down, already on PU $held at started: libvirt pinned it from its definition before its vCPUs ran"
+start_domain $D
+ok $? "$D starts while kvmtuned is down"
+is "$(probed_threads $D | awk '$1 == "vcpu" {print $3}')" "$(all_cpus)" "$D: not pinned at started (nobody to place it)"
 start_daemon
 wait_state $A tuned
-is "$(domain_state $A)" tuned "$A is placed once kvmtuned is back (scan on start)"
+is "$(domain_state $A)" tuned "$A is tuned once kvmtuned is back"
+is "$(show $A '.vcpus[0].cpus[0]')" "$held" "$A keeps the PU its definition recorded: nothing moved"
+wait_state $D shared
+is "$(domain_state $D)" shared "$D is placed once kvmtuned is back (scan on start)"
 check_affinity $A
-check_exclusive $A $B
+check_affinity $D
+check_exclusive $A $B $D
+$VIRSH destroy $D >/dev/null
+
+# ---- a start with kvmtuned up: adopted, nothing to move ------------------------------
+$VIRSH destroy $A >/dev/null
+wait_for 20 sh -c "! '$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$A' >/dev/null 2>&1"
+start_domain $A
+wait_state $A tuned
+is "$(show $A '.vcpus[0].cpus[0]')" "$held" "$A started again keeps PU $held"
+grep -q "$A: tuned by the started hook: every thread was already on its final CPUs" "$T_LOG"
+ok $? "the started hook found every thread of $A already on its final CPUs (daemon log)"
+check_affinity $A
 
 # ---- fail-open: daemon frozen (slow) ---------------------------------------------
 $VIRSH destroy $A >/dev/null
@@ -135,6 +169,17 @@ wait_state $A tuned
 is "$(domain_state $A)" tuned "$A is placed once kvmtuned answers again"
 check_affinity $A
 check_exclusive $A $B
+
+# ---- no longer dedicated: our pins leave the definition -----------------------------
+$VIRSH metadata $A --uri urn:kvmtuned:tuning:1 --key kvmtune --set '<policy cpu="shared"/>' --live >/dev/null
+wait_state $A shared
+is "$(domain_state $A)" shared "$A follows its new live policy (cpu=shared)"
+wait_for 10 sh -c "! $VIRSH metadata $A --uri urn:kvmtuned:placement:1 --config 2>/dev/null | grep -q '<placement'"
+ok $? "$A's placement record left its persistent definition"
+pins=$($VIRSH dumpxml --inactive $A | sed -n "s/.*<vcpupin vcpu='0' cpuset='\([^']*\)'.*/\1/p")
+ok "$([ -z "$pins" ] || [ "$(cpu_list_canon "$(cpu_list_expand "$pins")")" = "$(all_cpus)" ] && echo 0 || echo 1)" \
+        "$A's persistent vCPU pin is gone or spans every PU (was: $held; now: ${pins:-none})"
+check_affinity $A
 
 # ---- placement=strict: no room, the hook refuses the start --------------------------
 C=kvmtuned-test-hook-strict

@@ -84,6 +84,7 @@ static void test_empty(void) {
         ok(conf_reserved_cpus(c, &set) == 0 && set == NULL, "unset reserved_cpus gives NULL bitmap");
         is_int(c->ndomain, 0, "no domain sections");
         is_int(c->hook_timeout_ms, 2000, "default hook_timeout");
+        ok(c->persist_placement, "persist_placement defaults to yes");
         ok(!c->hugepages[TOPO_PAGE_1G].set && !c->hugepages[TOPO_PAGE_2M].set, "no hugepages");
         is_int(c->defaults.set, 0, "no default keys set");
         is_str(policy_cpu_to_string(c->defaults.cpu), "shared", "built-in cpu default");
@@ -295,6 +296,11 @@ static void test_values(void) {
                 { "daemon", "hook_timeout", "2s", false },
                 { "daemon", "hook_timeout", "+500", false },
                 { "daemon", "hook_timeout", "", false },
+                { "daemon", "persist_placement", "no", true },
+                { "daemon", "persist_placement", "Yes", true },
+                { "daemon", "persist_placement", "off", true },
+                { "daemon", "persist_placement", "maybe", false },
+                { "daemon", "persist_placement", "", false },
                 { "defaults", "numa", "none", true },
                 { "defaults", "iothreads", "emulator", true },
                 { "defaults", "threads", "share", false },
@@ -304,6 +310,18 @@ static void test_values(void) {
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++)
                 check_value(cases[i].section, cases[i].key, cases[i].value, cases[i].valid);
+}
+
+static void test_persist_placement(void) {
+        struct conf *c = load_string("[daemon]\npersist_placement = no\n", "persist_placement = no");
+
+        if (c)
+                ok(!c->persist_placement, "persist_placement = no turns it off");
+        conf_free(c);
+        c = load_string("[daemon]\npersist_placement = TRUE\n", "persist_placement = TRUE");
+        if (c)
+                ok(c->persist_placement, "persist_placement = TRUE (any case) turns it on");
+        conf_free(c);
 }
 
 static void test_hugepages_many_nodes(void) {
@@ -556,6 +574,7 @@ int main(void) {
         test_errors();
         test_long_text();
         test_values();
+        test_persist_placement();
         test_hugepages_many_nodes();
         test_reserved_empty();
         test_dropins();

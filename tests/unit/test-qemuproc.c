@@ -187,11 +187,12 @@ static void test_apply_v1(int a, int b) {
         char reason[PLACEMENT_REASON_MAX] = "";
         struct pinset p;
         long ticks = -1;
-        int r;
+        int r, moved = -1;
 
         make_pins(&p, a, b);
-        r = qemuproc_apply(root, getpid(), &p, reason, &ticks);
+        r = qemuproc_apply(root, getpid(), &p, reason, &ticks, &moved);
         is_int(r, 0, "apply (cgroup v1 fixture, real threads): %s", reason);
+        ok(moved > 0, "threads were moved (%d)", moved);
         is_int(ticks, 0, "the idle vCPU threads have used no CPU time");
         is_int(affinity_of(tids[0]), b, "vCPU 0 thread on CPU %d", b);
         is_int(affinity_of(tids[1]), a, "vCPU 1 thread on CPU %d", a);
@@ -206,6 +207,8 @@ static void test_apply_v1(int a, int b) {
         check_file(root, dir, "emulator/cpuset.mems", "0");
         check_file(root, dir, "vcpu1/cpuset.mems", "0");
         check_file(root, dir, "cpuset.mems", "0");
+        is_int(qemuproc_apply(root, getpid(), &p, reason, NULL, &moved), 0, "apply again: %s", reason);
+        is_int(moved, 0, "applied again: every thread was already on its final CPUs");
         free_pins(&p);
         rm_root(root);
 }
@@ -219,11 +222,11 @@ static void test_apply_v2(int a, int b) {
         struct pinset p;
 
         make_pins(&p, a, b);
-        is_int(qemuproc_apply(root, getpid(), &p, reason, NULL), 0, "apply (cgroup v2 fixture): %s", reason);
+        is_int(qemuproc_apply(root, getpid(), &p, reason, NULL, NULL), 0, "apply (cgroup v2 fixture): %s", reason);
         check_file(root, dir, "vcpu0/cpuset.cpus", sb);
         check_file(root, dir, "cpuset.cpus", "");
         is_int(affinity_of(tids[0]), b, "vCPU 0 thread on CPU %d", b);
-        is_int(qemuproc_apply(bare, getpid(), &p, reason, NULL), 0,
+        is_int(qemuproc_apply(bare, getpid(), &p, reason, NULL, NULL), 0,
                "v2 without the cpuset controller: affinity only: %s", reason);
         is_int(affinity_of(tids[2]), b, "iothread 1 on CPU %d", b);
         free_pins(&p);
@@ -237,7 +240,7 @@ static void test_errors(int a) {
         hwloc_bitmap_t empty = hwloc_bitmap_alloc(), m = NULL;
 
         make_pins(&p, a, a);
-        is_int(qemuproc_apply(NULL, 999999999, &p, reason, NULL), -ESRCH, "a pid that does not exist: -ESRCH");
+        is_int(qemuproc_apply(NULL, 999999999, &p, reason, NULL, NULL), -ESRCH, "a pid that does not exist: -ESRCH");
         ok(strstr(reason, "999999999") != NULL, "reason names the pid: %s", reason);
         is_int(qemuproc_set_affinity(getpid(), empty), -EINVAL, "empty cpuset refused");
         is_int(qemuproc_read_affinity(NULL, getpid(), 999999999, &m), -ENOENT, "status of a missing thread: -ENOENT");

@@ -41,6 +41,7 @@ static void test_roundtrip(struct topo *t) {
         policy_set(&req.policy, "iothreads", "dedicated");
         policy_set(&req.policy, "numa", "strict");
         is_int(placement_place(t, a, &req, &dm.plan, reason), 0, "a dedicated domain places (%s)", reason);
+        dm.policy = req.policy;
         dm.placed = true;
         alloc_commit(a, t, &dm.plan, 1);
         fill_pins(t, a, &dm);
@@ -50,6 +51,19 @@ static void test_roundtrip(struct topo *t) {
         ok(strstr(xml, "iothreads=\"7:") != NULL, "record names the iothread by its libvirt id");
         is_int(record_parse(t, xml, &dedicated, &p, &pins), 0, "record parses back");
         ok(dedicated, "parsed as dedicated");
+        ok(record_policy_matches(xml, &req.policy), "the record matches the policy it was made for");
+        {
+                struct policy other = req.policy;
+
+                policy_set(&other, "threads", "prefer");
+                ok(!record_policy_matches(xml, &other), "a record does not match a changed threads policy");
+                other = req.policy;
+                policy_set(&other, "numa", "preferred");
+                ok(!record_policy_matches(xml, &other), "nor a changed numa policy");
+                ok(record_policy_matches("<placement cpu=\"dedicated\" vcpus=\"0:1\"/>", &other),
+                   "a record without a policy (older daemon) matches any");
+                ok(!record_policy_matches("not xml", &other), "an unreadable record matches nothing");
+        }
         is_int(p.nvcpu, 3, "three vCPUs");
         for (int i = 0; i < 3; i++)
                 is_int(p.vcpu_pu[i], dm.plan.vcpu_pu[i], "vCPU %d on the same PU", i);
@@ -89,7 +103,9 @@ static void test_shared_record(struct topo *t) {
         for (int i = 0; i < 2; i++)
                 dm.pins.vcpu[i] = placement_shared_pool(t, a, -1);
         xml = record_format(t, &dm);
-        is_str(xml, "<placement cpu=\"shared\" vcpus=\"0:0-15 1:0-15\"/>", "shared record lists the pool per vCPU");
+        is_str(xml, "<placement cpu=\"shared\" vcpus=\"0:0-15 1:0-15\" policy=\"cpu=shared threads=prefer "
+               "emulator=share iothreads=shared numa=strict hugepages=none\"/>",
+               "shared record lists the pool per vCPU and the policy it was made for");
         is_int(record_parse(t, xml, &dedicated, &p, &pins), 0, "shared record parses");
         ok(!dedicated, "parsed as shared");
         ok(pins.nvcpu == 2 && hwloc_bitmap_isequal(pins.vcpu[1], dm.pins.vcpu[1]), "cpusets come back");
