@@ -186,5 +186,5 @@ row "resume -> final vCPU affinity (ms)" 1
 row "started event -> final vCPU affinity (ms)" 2
 row "vCPU CPU time before final affinity (ticks)" 3
 printf '(measured: %s, %s and %s of %s starts per path; a tick is %s ms)\n' \
-        "$(grep -vc '^-' "$T_TMP/defn")" "$(grep -vc '^-' "$T_TMP/hook")" "$(grep -vc '^-' "$T_TMP/event")" \
+        "$(grep -vc '^- - -$' "$T_TMP/defn")" "$(grep -vc '^- - -$' "$T_TMP/hook")" "$(grep -vc '^- - -$' "$T_TMP/event")" \
         "$starts" "$((1000 / $(getconf CLK_TCK)))"
