@@ -5,10 +5,12 @@
 # first measures the effect on a guest (bench/guest-effect.sh, about a minute).
 #
 # It leaves kvmtuned running (log: /var/log/kvmtuned-demo.log) with guests named
-# demo-*; `contrib/demo.sh --clean` destroys them and stops kvmtuned.
+# demo-*; `contrib/demo.sh --clean` destroys them, stops kvmtuned and removes the
+# demo's configuration drop-in.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 images=/var/lib/libvirt/images/kvmtuned-demo
+dropin=/etc/kvmtuned/kvmtuned.conf.d/50-demo.conf
 systemd_running() { [ -d /run/systemd/system ]; }
 
 clean() {
@@ -19,8 +21,16 @@ clean() {
         if systemd_running; then systemctl stop kvmtuned 2>/dev/null || true
         else pkill -x kvmtuned 2>/dev/null || true; fi
         rm -rf "$images"
+        rm -f "$dropin"
 }
 if [ "${1:-}" = --clean ]; then clean; exit 0; fi
+
+fail() {        # message: says why, undoes what the demo started, exits 1
+        printf 'demo.sh: %s\n' "$*" >&2
+        echo "demo.sh: cleaning up (guests demo-*, kvmtuned, $images, $dropin)" >&2
+        clean
+        exit 1
+}
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -62,7 +72,7 @@ step "starting kvmtuned"
 mkdir -p /etc/kvmtuned/kvmtuned.conf.d
 ncpu=$(nproc)
 # On a small host keep no housekeeping core, so that a dedicated guest fits.
-[ "$ncpu" -le 4 ] && printf '[host]\nreserved_cpus =\n' > /etc/kvmtuned/kvmtuned.conf.d/50-demo.conf
+[ "$ncpu" -le 4 ] && printf '[host]\nreserved_cpus =\n' > "$dropin"
 kvmtuned --check-config
 if systemd_running; then
         systemctl daemon-reload; systemctl restart kvmtuned
@@ -90,7 +100,10 @@ guest() {       # name policy-attributes
   <devices><serial type='file'><source path='$images/$1.log'/></serial></devices>
 </domain>
 XML
-        virsh -q define "$images/$1.xml" >/dev/null && virsh -q start "$1" >/dev/null
+        local err
+        err=$(virsh -q define "$images/$1.xml" 2>&1 >/dev/null) || fail "cannot define $1: ${err:-virsh define failed}"
+        # virsh says why: libvirt, QEMU, or kvmtuned's hook refusing a placement=strict guest.
+        err=$(virsh -q start "$1" 2>&1 >/dev/null) || fail "cannot start $1 ($2): ${err:-virsh start failed}"
         echo "started $1 ($2)"
 }
 guest demo-db 'cpu="dedicated" emulator="share" numa="strict"'

@@ -11,6 +11,7 @@
 #include <libvirt/virterror.h>
 
 #include "daemon.h"
+#include "qemuproc.h"
 #include "kvmtune/domxml.h"
 #include "kvmtune/hostfs.h"
 #include "kvmtune/log.h"
@@ -142,9 +143,21 @@ int apply_pins(struct daemon *d, virDomainPtr dom, const struct domain *dm,
         r = apply_vcpus(dom, p, maxcpus, reason);
         if (r >= 0)
                 r = apply_helpers(dom, p, maxcpus, reason);
-        if (r < 0)
+        if (r < 0) {
                 log_full(LOG_ERR, dm->name, dm->uuid, 0, "%s, domain marked failed", reason);
-        return r;
+                return r;
+        }
+        /* libvirt's live emulator pin sets the main thread and the emulator
+         * cgroup; QEMU's other helper threads (call_rcu, vnc_worker, the
+         * monitor iothread) keep the affinity they had, widening included:
+         * every thread of the process gets its set here. */
+        if (dm->pid > 0) {
+                char why[PLACEMENT_REASON_MAX] = "";
+
+                if (qemuproc_apply(d->sysfs_root, dm->pid, p, why, NULL, NULL) < 0)
+                        log_full(LOG_WARNING, dm->name, dm->uuid, 0, "QEMU's helper threads: %s", why);
+        }
+        return 0;
 }
 
 /* ---- NUMA memory -------------------------------------------------------------- */

@@ -65,6 +65,7 @@ struct domain {
         bool hooked;                    /* pinned by the qemu hook before start, not
                                          * yet applied through libvirt (no record) */
         bool persisted;                 /* its persistent definition may hold our record */
+        char *persisted_record;         /* the record last written there, NULL unknown */
 };
 
 struct daemon {
@@ -135,6 +136,9 @@ int domains_place_xml(struct daemon *d, const struct domxml *x, pid_t pid, struc
 /* The started event of a hooked domain: applies the same placement through
  * libvirt and stores the record. No-op for other domains. */
 int domains_confirm(struct daemon *d, virDomainPtr dom);
+/* A policy metadata event: re-places the domain only when its effective policy
+ * changed (a --config-only edit or the same policy moves nothing). */
+int domains_policy_event(struct daemon *d, virDomainPtr dom);
 /* Re-applies the shared pool to every shared/unplaced domain. */
 void domains_follow_pool(struct daemon *d);
 /* Recomputes and re-applies one domain (NULL name: every domain). */

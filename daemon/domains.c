@@ -97,6 +97,7 @@ static void domain_free(struct domain *dm) {
         if (dm->hand_cpus)
                 hwloc_bitmap_free(dm->hand_cpus);
         pinset_done(&dm->pins);
+        free(dm->persisted_record);
         free(dm->iothread_ids);
         free(dm->name);
         free(dm);
@@ -136,6 +137,16 @@ static pid_t domain_read_pid(const char *name) {
         return (pid_t)atoi(text);
 }
 
+/* The size <hugepages/> without a <page> means: the kernel's default. */
+static unsigned long host_default_hugepage_kib(void) {
+        _cleanup_free_ char *text = NULL;
+        const char *line;
+
+        if (hostfs_read(NULL, "/proc/meminfo", &text) < 0 || !(line = strstr(text, "\nHugepagesize:")))
+                return 2048;
+        return strtoul(line + strlen("\nHugepagesize:"), NULL, 10) ?: 2048;
+}
+
 static void domain_facts(struct domain *dm, const struct domxml *x, pid_t pid) {
         dm->libvirt_id = x->id;
         dm->pid = pid;
@@ -145,7 +156,7 @@ static void domain_facts(struct domain *dm, const struct domxml *x, pid_t pid) {
         dm->iothread_ids = xcalloc(x->niothread + 1, sizeof(int));
         memcpy(dm->iothread_ids, x->iothread_ids, x->niothread * sizeof(int));
         dm->memory_kib = x->memory_kib;
-        dm->page_kib = x->page_kib;
+        dm->page_kib = x->page_kib ? x->page_kib : x->hugepages ? host_default_hugepage_kib() : 0;
 }
 
 static int domain_acquire(virDomainPtr dom, struct domain *dm, struct domxml **ret) {
@@ -172,8 +183,9 @@ static int domain_acquire(virDomainPtr dom, struct domain *dm, struct domxml **r
 
 static void domain_policy(struct daemon *d, struct domain *dm, const struct domxml *x) {
         conf_policy_for(d->conf, dm->name, x->has_policy ? &x->policy : NULL, &dm->policy);
-        if (!(dm->policy.set & POLICY_KEY_PAGE) && x->page_kib)
-                dm->policy.page = x->page_kib >= 1048576 ? POLICY_PAGE_1G : POLICY_PAGE_2M;
+        /* The page size QEMU really uses wins over any policy key: it is a fact. */
+        if (dm->page_kib)
+                dm->policy.page = dm->page_kib >= 1048576 ? POLICY_PAGE_1G : POLICY_PAGE_2M;
 }
 
 static hwloc_bitmap_t domain_live_vcpu_pins(const struct topo *t, const struct domxml *x,
@@ -383,10 +395,25 @@ static void domain_persist(struct daemon *d, virDomainPtr dom, struct domain *dm
         if (!d->conf->persist_placement)
                 return;
         if (dm->state == DOMAIN_TUNED && dm->placed && dm->plan.dedicated) {
-                if (apply_persist(d, dom, dm, &dm->pins) == 0)
+                /* The record names the dedicated PUs, not the shared pool: a pool
+                 * change alone does not rewrite the definition. */
+                char *rec = record_format(d->topo, dm);
+
+                if (dm->persisted_record && streq(dm->persisted_record, rec)) {
+                        free(rec);
+                        return;
+                }
+                free(dm->persisted_record);
+                dm->persisted_record = NULL;
+                if (apply_persist(d, dom, dm, &dm->pins) == 0) {
                         dm->persisted = true;
+                        dm->persisted_record = rec;
+                } else
+                        free(rec);
         } else if (dm->persisted && apply_unpersist(d, dom, dm) == 0) {
                 dm->persisted = false;
+                free(dm->persisted_record);
+                dm->persisted_record = NULL;
         }
 }
 
@@ -509,6 +536,25 @@ static struct domain *domain_get(struct daemon *d, virDomainPtr dom) {
         return dm ? dm : domain_add(d, name, uuid);
 }
 
+/* A domain that started with our record and pins from its definition (it was
+ * dedicated when it last ran): its threads sit on PUs that are no longer held. */
+static bool domain_started_on_record(struct daemon *d, const struct domxml *x) {
+        struct pinset live, rec = {};
+        struct plan p = {};
+        bool dedicated, ours = false;
+
+        if (!x->placement || record_parse(d->topo, x->placement, &dedicated, &p, &rec) < 0)
+                return false;
+        hwloc_bitmap_free(domain_live_vcpu_pins(d->topo, x, &live));
+        for (int i = 0; i < live.nvcpu; i++)
+                ours = ours || live.vcpu[i];
+        ours = ours && domain_pins_match(&live, &rec);
+        pinset_done(&live);
+        pinset_done(&rec);
+        plan_done(&p);
+        return ours;
+}
+
 int domains_update(struct daemon *d, virDomainPtr dom, bool rescan) {
         _cleanup_(domxml_freep) struct domxml *x = NULL;
         char uuid[VIR_UUID_STRING_BUFLEN] = "";
@@ -529,7 +575,7 @@ int domains_update(struct daemon *d, virDomainPtr dom, bool rescan) {
         if (domain_decide(d, dm, x, fresh)) {
                 r = domain_apply(d, dom, dm);
                 domains_follow_pool(d);
-        } else if (dm->pins.nvcpu > 0 && dm->policy.cpu == POLICY_CPU_NONE)
+        } else if (dm->policy.cpu == POLICY_CPU_NONE && (dm->pins.nvcpu > 0 || domain_started_on_record(d, x)))
                 domain_unpin(d, dom, dm);
         domain_log_result(dm);
         return r;
@@ -649,8 +695,14 @@ int domains_confirm(struct daemon *d, virDomainPtr dom) {
         struct domain *dm;
         int r;
 
-        if (virDomainGetUUIDString(dom, uuid) < 0 || !(dm = domains_find_uuid(d, uuid)) || !dm->hooked)
+        if (virDomainGetUUIDString(dom, uuid) < 0 || !(dm = domains_find_uuid(d, uuid)))
                 return 0;
+        if (!dm->hooked) {
+                /* left alone by the hook: cpu=none on pins of an earlier run */
+                if (dm->policy.cpu == POLICY_CPU_NONE && dm->persisted)
+                        return domains_update(d, dom, false);
+                return 0;
+        }
         dm->hooked = false;
         r = domain_apply(d, dom, dm);
         domains_follow_pool(d);
@@ -667,6 +719,10 @@ void domains_retry_unplaced(struct daemon *d) {
 
                 if (dm->state != DOMAIN_UNPLACED || !(dom = watch_lookup(d, dm->uuid)))
                         continue;
+                if (virDomainIsActive(dom) != 1) {
+                        virDomainFree(dom);
+                        continue;
+                }
                 dlog(dm, LOG_INFO, "PUs were released, trying to place it again");
                 domains_update(d, dom, false);
                 virDomainFree(dom);
@@ -732,20 +788,52 @@ int domains_rebalance(struct daemon *d, const char *name) {
 
         if (!d->connected)
                 return -ENOTCONN;
-        for (int i = 0; i < d->ndomain; i++) {
-                struct domain *dm = d->domains[i];
-                virDomainPtr dom;
+        /* Two passes, as a resync: domains left alone (hand pins hold their
+         * PUs) first, then the others are placed around them. */
+        _cleanup_free_ bool *alone = xcalloc(d->ndomain + 1, sizeof *alone);
+        int ndomain = d->ndomain;
 
-                if (name && !streq(dm->name, name))
-                        continue;
-                dom = watch_lookup(d, dm->uuid);
-                if (!dom)
-                        continue;
-                domains_update(d, dom, false);
-                virDomainFree(dom);
-                n++;
-        }
+        for (int i = 0; i < ndomain; i++)
+                alone[i] = d->domains[i]->state == DOMAIN_IGNORED;
+        for (int pass = 0; pass < 2; pass++)
+                for (int i = 0; i < ndomain && i < d->ndomain; i++) {
+                        struct domain *dm = d->domains[i];
+                        virDomainPtr dom;
+
+                        if ((name && !streq(dm->name, name)) || alone[i] != (pass == 0))
+                                continue;
+                        dom = watch_lookup(d, dm->uuid);
+                        if (!dom)
+                                continue;
+                        domains_update(d, dom, false);
+                        virDomainFree(dom);
+                        n++;
+                }
         return name && n == 0 ? -ENOENT : n;
+}
+
+static bool policy_same(const struct policy *a, const struct policy *b);
+
+int domains_policy_event(struct daemon *d, virDomainPtr dom) {
+        _cleanup_(domxml_freep) struct domxml *x = NULL;
+        _cleanup_free_ char *xml = NULL;
+        char uuid[VIR_UUID_STRING_BUFLEN] = "";
+        struct domain *dm;
+        struct policy old;
+
+        if (virDomainGetUUIDString(dom, uuid) < 0 || !(dm = domains_find_uuid(d, uuid)))
+                return domains_update(d, dom, false);
+        old = dm->policy;
+        xml = virDomainGetXMLDesc(dom, 0);
+        if (!xml || domxml_parse(xml, strlen(xml), &x, NULL, 0) < 0)
+                return domains_update(d, dom, false);
+        domain_policy(d, dm, x);
+        if (policy_same(&old, &dm->policy)) {
+                dlog(dm, LOG_DEBUG, "policy metadata changed, the effective policy did not: nothing to do");
+                return 0;
+        }
+        dlog(dm, LOG_INFO, "policy changed, re-placing");
+        return domains_update(d, dom, false);
 }
 
 static bool policy_same(const struct policy *a, const struct policy *b) {

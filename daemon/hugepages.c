@@ -25,24 +25,37 @@ static void reserve_print_results(const struct hugepages_result *res, int n) {
                 printf("%s\n", hugepages_format_result(&res[i], line, sizeof line));
 }
 
-/* The boot command line that would have reserved what the kernel refused. */
-static void reserve_print_cmdline(const struct hugepages_result *res, int n, const char *root) {
-        _cleanup_free_ char *release = NULL, *cmdline = NULL;
+char *hugepages_reserve_cmdline(const struct hugepages_result *res, int n, const char *root,
+                                char **ret_note) {
+        _cleanup_free_ char *release = NULL;
         bool node_syntax;
+        char *cmdline;
 
+        *ret_note = NULL;
         if (hostfs_read(root, "/proc/sys/kernel/osrelease", &release) < 0)
                 release = NULL;
         if (release)
                 release[strcspn(release, "\n")] = '\0';
         node_syntax = hugepages_kernel_has_node_syntax(release);
         cmdline = hugepages_boot_cmdline(res, n, node_syntax);
+        if (cmdline && !node_syntax)
+                *ret_note = xasprintf("kernel %s takes no per-node counts before %d.%d: the boot-time "
+                                      "total is spread evenly over the nodes",
+                                      release ? release : "of unknown version",
+                                      HUGEPAGES_NODE_SYNTAX_MAJOR, HUGEPAGES_NODE_SYNTAX_MINOR);
+        return cmdline;
+}
+
+/* The boot command line that would have reserved what the kernel refused. */
+static void reserve_print_cmdline(const struct hugepages_result *res, int n, const char *root) {
+        _cleanup_free_ char *note = NULL;
+        _cleanup_free_ char *cmdline = hugepages_reserve_cmdline(res, n, root, &note);
+
         if (!cmdline)
                 return;
         printf("to reserve these pages at boot, add to the kernel command line: %s\n", cmdline);
-        if (!node_syntax)
-                printf("(kernel %s takes no per-node counts before %d.%d: the boot-time total "
-                       "is spread evenly over the nodes)\n", release ? release : "of unknown version",
-                       HUGEPAGES_NODE_SYNTAX_MAJOR, HUGEPAGES_NODE_SYNTAX_MINOR);
+        if (note)
+                printf("(%s)\n", note);
 }
 
 static bool reserve_size_wanted(const struct hugepages_result *res, int n, int size) {
@@ -50,6 +63,49 @@ static bool reserve_size_wanted(const struct hugepages_result *res, int n, int s
                 if (res[i].size == size && res[i].error == 0 && res[i].target > 0)
                         return true;
         return false;
+}
+
+static void reserve_free_paths(char *paths[TOPO_PAGE_SIZES]) {
+        for (int size = 0; size < TOPO_PAGE_SIZES; size++)
+                free(paths[size]);
+}
+
+void hugepages_read_mounts(const char *root, char *ret_paths[TOPO_PAGE_SIZES]) {
+        _cleanup_free_ char *mounts = NULL;
+        uint64_t default_kib;
+
+        if (hostfs_read(root, "/proc/mounts", &mounts) < 0)
+                mounts = NULL;
+        if (hostfs_read_meminfo(root, "/proc/meminfo", "Hugepagesize", &default_kib) < 0)
+                default_kib = 2048;
+        hugepages_find_mounts(mounts, default_kib, ret_paths);
+}
+
+char *hugepages_mount_command(int size, char *const paths[TOPO_PAGE_SIZES]) {
+        const char *name = hugepages_size_name(size);
+        const char *dir = hugepages_mount_point(size, paths);
+
+        return xasprintf("mkdir -p %s && mount -t hugetlbfs -o pagesize=%s hugetlbfs %s", dir, name, dir);
+}
+
+char *hugepages_reserve_mount_warning(const struct hugepages_result *res, const char *root) {
+        char *paths[TOPO_PAGE_SIZES] = { NULL };
+        _cleanup_free_ char *cmd = NULL;
+        const char *name = hugepages_size_name(res->size);
+        char *warning = NULL;
+
+        if (!reserve_size_wanted(res, 1, res->size))
+                return NULL;
+        hugepages_read_mounts(root, paths);
+        if (!paths[res->size]) {
+                cmd = hugepages_mount_command(res->size, paths);
+                warning = xasprintf("no hugetlbfs mount for %s pages: libvirt cannot back guests with "
+                                    "%s pages until one is mounted: %s, then restart virtqemud (or "
+                                    "libvirtd), which finds hugetlbfs mounts when it starts",
+                                    name, name, cmd);
+        }
+        reserve_free_paths(paths);
+        return warning;
 }
 
 static int reserve_mount(const char *dir, int size) {
@@ -70,8 +126,9 @@ static int reserve_fix_mount(int size, char *paths[TOPO_PAGE_SIZES], const char 
         int r;
 
         if (!reserve_is_host(root)) {
-                printf("missing hugetlbfs mount for %s pages; to add it: mkdir -p %s && "
-                       "mount -t hugetlbfs -o pagesize=%s hugetlbfs %s\n", name, dir, name, dir);
+                _cleanup_free_ char *cmd = hugepages_mount_command(size, paths);
+
+                printf("missing hugetlbfs mount for %s pages; to add it: %s\n", name, cmd);
                 paths[size] = xstrdup(dir);
                 return 0;
         }
@@ -97,23 +154,12 @@ static void reserve_print_libvirt(char *paths[TOPO_PAGE_SIZES]) {
         printf("]\n");
 }
 
-static void reserve_free_paths(char *paths[TOPO_PAGE_SIZES]) {
-        for (int size = 0; size < TOPO_PAGE_SIZES; size++)
-                free(paths[size]);
-}
-
 /* Returns the number of mounts that are missing and could not be made. */
 static int reserve_check_mounts(const struct hugepages_result *res, int n, const char *root) {
-        _cleanup_free_ char *mounts = NULL;
         char *paths[TOPO_PAGE_SIZES] = { NULL };
-        uint64_t default_kib;
         int failed = 0, missing = 0;
 
-        if (hostfs_read(root, "/proc/mounts", &mounts) < 0)
-                mounts = NULL;
-        if (hostfs_read_meminfo(root, "/proc/meminfo", "Hugepagesize", &default_kib) < 0)
-                default_kib = 2048;
-        hugepages_find_mounts(mounts, default_kib, paths);
+        hugepages_read_mounts(root, paths);
         for (int size = 0; size < TOPO_PAGE_SIZES; size++) {
                 if (!reserve_size_wanted(res, n, size) || paths[size])
                         continue;

@@ -21,6 +21,33 @@ int hugepages_reserve_main(const struct conf *c, const struct topo *t, const cha
 int hugepages_reserve_run(const struct conf *c, const struct topo *t,
                           const struct hugepages_host *host);
 
+/* The pieces of the boot-time run that "kvmtunectl hugepages reserve" (the
+ * kvmtune.v1.HugepagesReserve method) shares, all reading under root (NULL or
+ * "/": the host). */
+
+/* The kernel command line that reserves at boot every size of res[0..n) that
+ * came out short (hugepages_boot_cmdline), per node when the kernel whose
+ * /proc/sys/kernel/osrelease is under root takes that syntax. NULL when
+ * nothing is short. *ret_note: NULL, or why the line holds plain totals (a
+ * kernel before 5.16, or one of unknown version). Caller frees both. */
+char *hugepages_reserve_cmdline(const struct hugepages_result *res, int n, const char *root,
+                                char **ret_note);
+
+/* The hugetlbfs mount point of each size under root (/proc/mounts; a mount
+ * without pagesize= has the Hugepagesize of /proc/meminfo), NULL where there
+ * is none. Caller frees each. */
+void hugepages_read_mounts(const char *root, char *ret_paths[TOPO_PAGE_SIZES]);
+
+/* "mkdir -p DIR && mount -t hugetlbfs -o pagesize=SIZE hugetlbfs DIR" for the
+ * mount point hugepages_mount_point() picks. Caller frees. */
+char *hugepages_mount_command(int size, char *const paths[TOPO_PAGE_SIZES]);
+
+/* When res left pages of its size reserved (no error, target above 0) and no
+ * hugetlbfs mount under root has that page size: the warning that libvirt
+ * cannot back guests with them, with the command that mounts one. Else NULL.
+ * Nothing is mounted. Caller frees. */
+char *hugepages_reserve_mount_warning(const struct hugepages_result *res, const char *root);
+
 /* ---- the running daemon's view of the pools -----------------------------------
  *
  * topo_hpool.free means "free pages not held by a placed domain": the placement

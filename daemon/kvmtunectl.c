@@ -441,8 +441,18 @@ static int render_hugepages(struct json_object *r, FILE *f) {
         return 0;
 }
 
+/* The result line, then what is left to do by hand: the missing hugetlbfs
+ * mount, and for a shortfall the boot command line (as kvmtuned
+ * --reserve-hugepages prints it). */
 static int render_hugepages_reserve(struct json_object *r, FILE *f) {
         fprintf(f, "%s\n", jstr(r, "message"));
+        if (jget(r, "warning"))
+                fprintf(f, "warning: %s\n", jstr(r, "warning"));
+        if (jget(r, "boot_cmdline"))
+                fprintf(f, "to reserve these pages at boot, add to the kernel command line: %s\n",
+                        jstr(r, "boot_cmdline"));
+        if (jget(r, "boot_note"))
+                fprintf(f, "(%s)\n", jstr(r, "boot_note"));
         return 0;
 }
 

@@ -373,8 +373,10 @@ static struct json_object *methods_hp_domains_json(struct daemon *d, int n, int 
         return arr;
 }
 
-/* free: the kernel's free_hugepages (the topology's free count holds the
- * placed domains' pages too, daemon/hugepages.h). */
+/* free: the pages a new placement can take, not the kernel's free_hugepages:
+ * the topology's free count (free_hugepages with the pages committed to placed
+ * domains added back, capped at the pool's total: daemon/hugepages.h) minus
+ * those committed pages, that is min(free_hugepages, total - committed). */
 static struct json_object *methods_hp_node_json(struct daemon *d, int n) {
         struct json_object *o = json_object_new_object(), *pages = json_object_new_array();
 
@@ -475,6 +477,25 @@ static struct json_object *methods_reserve_json(const struct hugepages_result *r
         return o;
 }
 
+/* What the reservation leaves to do by hand, as the boot-time run says it: a
+ * hugetlbfs mount for the size, and when the kernel fell short the command
+ * line that reserves the pages at boot. */
+static void methods_reserve_advice(const char *root, const struct hugepages_result *res,
+                                   struct json_object *o) {
+        _cleanup_free_ char *warning = hugepages_reserve_mount_warning(res, root);
+        _cleanup_free_ char *note = NULL;
+        _cleanup_free_ char *cmdline = hugepages_reserve_cmdline(res, 1, root, &note);
+
+        if (warning) {
+                log_warning("Hugepages reserve: %s", warning);
+                jadd(o, "warning", jstr(warning));
+        }
+        if (cmdline)
+                jadd(o, "boot_cmdline", jstr(cmdline));
+        if (note)
+                jadd(o, "boot_note", jstr(note));
+}
+
 static int methods_hugepages_reserve(void *userdata, struct json_object *params,
                                      struct json_object **ret_result, char **ret_error) {
         struct daemon *d = userdata;
@@ -503,6 +524,7 @@ static int methods_hugepages_reserve(void *userdata, struct json_object *params,
         if (res.reserved > res.before && d->connected)
                 domains_retry_unplaced(d);
         *ret_result = methods_reserve_json(&res);
+        methods_reserve_advice(root, &res, *ret_result);
         return 0;
 }
 

@@ -27,8 +27,10 @@ static void metrics_collect_pus(const struct daemon *d, struct metrics_node *nod
         }
 }
 
-/* free: the kernel's free pages; the topology's count holds the pages of placed
- * domains too (daemon/hugepages.h). */
+/* free: the pages a new placement can take, not the kernel's free_hugepages:
+ * the topology's free count (free_hugepages with the pages committed to placed
+ * domains added back, capped at the pool's total: daemon/hugepages.h) minus
+ * those committed pages, that is min(free_hugepages, total - committed). */
 static void metrics_collect_hugepages(struct daemon *d, struct metrics_node *nodes) {
         const char *root = hugepages_daemon_root(d->sysfs_root, d->topology_path);
 

@@ -85,8 +85,9 @@ static int watch_on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, i
                 if (virDomainIsActive(dom) != 1)
                         watch_on_gone(d, dom, false);
                 break;
-        case VIR_DOMAIN_EVENT_UNDEFINED:
-                watch_on_gone(d, dom, true);
+        case VIR_DOMAIN_EVENT_UNDEFINED:         /* a running domain stays, now transient */
+                if (virDomainIsActive(dom) != 1)
+                        watch_on_gone(d, dom, true);
                 break;
         default:
                 break;
@@ -103,8 +104,7 @@ static void watch_on_metadata(virConnectPtr conn, virDomainPtr dom, int type,
                 return;
         if (virDomainIsActive(dom) != 1)
                 return;
-        log_dom(LOG_INFO, virDomainGetName(dom), NULL, "policy metadata changed, re-placing");
-        domains_rebalance(d, virDomainGetName(dom));
+        domains_policy_event(d, dom);
         domains_notify_status(d);
 }
 

@@ -332,10 +332,9 @@ static int read_hugepages(const xmlNode *root, struct domxml *d, char *err, size
 
         if (!hp)
                 return 0;
-        if (!page) {
-                d->page_kib = 2048;     /* the host's default hugepage size on x86 */
+        d->hugepages = true;
+        if (!page)              /* the host's default size (Hugepagesize), resolved by the daemon */
                 return 0;
-        }
         if (size_kib(page, size, "hugepages page", &kib, err, errlen) < 0)
                 return -EINVAL;
         if (kib == 0 || kib > ULONG_MAX)

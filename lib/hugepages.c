@@ -98,7 +98,14 @@ int hugepages_write_pool(const char *root, unsigned node_os, int size, uint64_t 
         return hostfs_write_u64(root, p, count);
 }
 
-int hugepages_compact(const char *root) {
+int hugepages_compact(const char *root, unsigned node_os) {
+        _cleanup_free_ char *node = xasprintf("/sys/devices/system/node/node%u/compact", node_os);
+        int r = hostfs_write(root, node, "1\n");
+
+        /* Only the node that is short needs room; a kernel without the
+         * per-node file (no CONFIG_NUMA) compacts everything instead. */
+        if (r != -ENOENT)
+                return r;
         return hostfs_write(root, "/proc/sys/vm/compact_memory", "1\n");
 }
 
@@ -112,8 +119,8 @@ static int hostfs_ops_write(const struct hugepages_host *h, unsigned node_os, in
         return hugepages_write_pool(h->root, node_os, size, count);
 }
 
-static int hostfs_ops_compact(const struct hugepages_host *h) {
-        return hugepages_compact(h->root);
+static int hostfs_ops_compact(const struct hugepages_host *h, unsigned node_os) {
+        return hugepages_compact(h->root, node_os);
 }
 
 const struct hugepages_ops hugepages_ops_hostfs = {
@@ -171,16 +178,26 @@ static bool hugepages_node_has_memory(const struct topo *t, int i) {
         return t->nodes[i].memory_known && t->nodes[i].memory_kib > 0;
 }
 
+/* A node that can take a share: it has memory, or no node's memory is known. */
+static bool hugepages_node_eligible(const struct topo *t, int i, bool any_known) {
+        return !any_known || hugepages_node_has_memory(t, i);
+}
+
 /* Nodes that take a share of a plain total: those with memory, or all of them
- * when no node's memory size is known. Nodes are visited in os order. */
+ * when no node's memory size is known; of those, only the ones with CPUs when
+ * any has some, since placement puts a guest's memory only on the nodes of its
+ * CPUs: memory-only nodes (HBM, CXL, GPU memory) would hold pages no guest
+ * gets. Nodes are visited in os order. */
 static int hugepages_spread_nodes(const struct topo *t, unsigned *ret_os) {
-        bool any_known = false;
+        bool any_known = false, any_cpus = false;
         int n = 0;
 
         for (int i = 0; i < t->nnode; i++)
                 any_known |= t->nodes[i].memory_known;
         for (int i = 0; i < t->nnode; i++)
-                if (!any_known || hugepages_node_has_memory(t, i))
+                any_cpus |= hugepages_node_eligible(t, i, any_known) && t->nodes[i].npu > 0;
+        for (int i = 0; i < t->nnode; i++)
+                if (hugepages_node_eligible(t, i, any_known) && (!any_cpus || t->nodes[i].npu > 0))
                         ret_os[n++] = t->nodes[i].os;
         /* topo lists nodes in os order already; sort anyway, n is tiny. */
         for (int i = 1; i < n; i++)
@@ -266,7 +283,7 @@ static int hugepages_write_verify(const struct hugepages_host *h, struct hugepag
                 log_debug("node %u %s: %" PRIu64 " of %" PRIu64 " pages, compacting and retrying",
                           r->node_os, hugepages_sizes[r->size].name, r->reserved, r->target);
                 /* Compaction may be missing (CONFIG_COMPACTION=n): retry anyway. */
-                if (h->ops->compact(h) >= 0)
+                if (h->ops->compact(h, r->node_os) >= 0)
                         r->compactions++;
         }
 }
@@ -284,11 +301,14 @@ int hugepages_apply_pool(const struct hugepages_host *h, unsigned node_os, int s
         if (k < 0)
                 return hugepages_result_fail(ret, k);
         ret->before = ret->reserved = hugepages_pool_persistent(&pool);
-        ret->in_use = hugepages_pool_in_use(&pool);
+        ret->in_use = hugepages_pool_persistent_in_use(&pool);
         if (ret->target < ret->in_use) {
                 ret->target = ret->in_use;
                 ret->clamped = true;
         }
+        /* Asked to shrink: never grow, however the counts raced. */
+        if (count < ret->before && ret->target > ret->before)
+                ret->target = ret->before;
         if (ret->before == ret->target)
                 return 0;
         k = hugepages_write_verify(h, ret);

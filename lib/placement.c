@@ -805,7 +805,7 @@ static void plan_init(struct plan *p, const struct topo *t, const struct request
 static void plan_memory(struct plan *p, const struct ctx *c, const struct nodeset *s) {
         uint64_t cap[64] = { 0 }, out[64] = { 0 };
 
-        if (!c->need.m || c->req->policy.numa == POLICY_NUMA_NONE)
+        if (!c->need.m || (c->req->policy.numa == POLICY_NUMA_NONE && c->need.page < 0))
                 return;
         for (int i = 0; i < s->n; i++)
                 cap[i] = c->ncap[s->nodes[i]].mem;
@@ -846,7 +846,9 @@ static struct need need_of(const struct topo *t, const struct request *req) {
                 .page_kib = page_kib(req->policy.page),
         };
 
-        n.mem = req->memory_kib > 0 && req->policy.numa != POLICY_NUMA_NONE;
+        /* Hugepages are a hard resource whatever the NUMA policy: counted always.
+         * Base pages only when the memory is placed (numa strict or preferred). */
+        n.mem = req->memory_kib > 0 && (req->policy.numa != POLICY_NUMA_NONE || n.page >= 0);
         n.m = n.mem ? req->memory_kib / n.page_kib + (req->memory_kib % n.page_kib != 0) : 0;
         return n;
 }
@@ -1068,21 +1070,45 @@ static int shared_home(const struct ctx *c) {
         return best;
 }
 
-static int place_shared_domain(struct ctx *c, struct plan *p) {
+/* Hugepages that fit on no single node: spread over the nodes with CPUs (the
+ * memory stays unbound), or refused when the host as a whole is short. */
+static int shared_spread_pages(struct ctx *c, struct plan *p, char reason[PLACEMENT_REASON_MAX]) {
+        struct nodeset s = { 0 };
+        uint64_t total = 0;
+
+        for (int n = 0; n < c->t->nnode && s.n < 64; n++)
+                if (c->t->nodes[n].npu > 0) {
+                        s.nodes[s.n++] = n;
+                        total = sat_add(total, c->ncap[n].mem);
+                }
+        if (total < c->need.m)
+                return refuse_memory(c, reason);
+        plan_memory(p, c, &s);
+        return 0;
+}
+
+static int place_shared_domain(struct ctx *c, struct plan *p, char reason[PLACEMENT_REASON_MAX]) {
+        bool pages = c->need.page >= 0 && c->need.m > 0;
+        bool bind = c->req->policy.numa != POLICY_NUMA_NONE;
         int home;
 
-        c->need.mem = c->need.mem && c->req->policy.numa != POLICY_NUMA_NONE;
         node_caps(c);
         p->dedicated = false;
         p->idle_pus = xmalloc(sizeof *p->idle_pus);
-        home = c->req->policy.numa == POLICY_NUMA_NONE ? -1 : shared_home(c);
+        /* numa=none with hugepages: the pages are still counted on a node, unbound */
+        home = bind || pages ? shared_home(c) : -1;
         if (home >= 0) {
                 struct nodeset s = { .n = 1, .nodes = { home } };
                 plan_memory(p, c, &s);
                 p->nnode = 1;
                 p->nodes[0] = home;
-        } else if (c->need.m)
+        } else if (c->need.m && bind) {
+                if (pages && shared_spread_pages(c, p, reason) < 0)
+                        return -ENOSPC;
                 snprintf(p->note, sizeof p->note, "memory does not fit on one NUMA node; left unbound");
+        } else if (pages && shared_spread_pages(c, p, reason) < 0) {
+                return -ENOSPC;
+        }
         plan_helpers(p, c->req, NULL);
         return 0;
 }
@@ -1126,7 +1152,7 @@ int placement_place(const struct topo *t, const struct alloc *a, const struct re
         ctx_init(&c, t, a, req);
         plan_init(&p, t, req);
         r = req->policy.cpu == POLICY_CPU_DEDICATED ? place_dedicated_domain(&c, &p, reason)
-                                                    : place_shared_domain(&c, &p);
+                                                    : place_shared_domain(&c, &p, reason);
         if (r < 0) {
                 plan_done(&p);
                 return r;

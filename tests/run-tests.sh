@@ -18,10 +18,21 @@ count() {       # sums automake's test-suite summary of one build dir
         passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0} + ${e:-0})); skipped=$((skipped + ${s:-0}))
 }
 
+configured_with() {     # the configure arguments of the build in . (config.status drops -q)
+        ./config.status --config 2>/dev/null | tr -d "'"
+}
+
 build() {       # build DIR [configure flags...]
-        local dir=$1; shift
+        local dir=$1 want; shift
+        want=$(echo ${CONFIGURE_FLAGS:-} "$@")
         mkdir -p "$dir" && cd "$dir" || return 1
-        [ -f Makefile ] || "$top/configure" -q ${CONFIGURE_FLAGS:-} "$@" || return 1
+        # An earlier run may have configured DIR with other flags (CI's
+        # CONFIGURE_FLAGS=--enable-werror after a plain run): configure again,
+        # and rebuild everything, since new flags alone recompile nothing.
+        if [ ! -f Makefile ] || [ "$(configured_with)" != "$want" ]; then
+                "$top/configure" -q ${CONFIGURE_FLAGS:-} "$@" || return 1
+                make -s clean >/dev/null || return 1
+        fi
         make -s -j"$jobs" || return 1
 }
 

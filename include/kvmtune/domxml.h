@@ -25,7 +25,9 @@ struct domxml {
         int niothread;
         int *iothread_ids;              /* ids as libvirt numbers them (from 1) */
         uint64_t memory_kib;            /* <currentMemory> or <memory> */
-        unsigned long page_kib;         /* <memoryBacking><hugepages><page size>, 0 none */
+        unsigned long page_kib;         /* <memoryBacking><hugepages><page size>, 0 none
+                                         * or the host's default size (see hugepages) */
+        bool hugepages;                 /* <memoryBacking><hugepages> present */
         bool has_policy;
         struct policy policy;           /* <metadata><kvmtune:policy>, set keys only */
         char *placement;                /* <metadata> our own placement record, raw XML */

@@ -6,7 +6,8 @@
  * Sysfs files, per node N and size (2048kB or 1048576kB):
  *   DIR/sys/devices/system/node/nodeN/hugepages/hugepages-SIZEkB/
  *       nr_hugepages  free_hugepages  surplus_hugepages (optional)
- *   DIR/proc/sys/vm/compact_memory   written "1" before a retry
+ *   DIR/sys/devices/system/node/nodeN/compact   written "1" before a retry,
+ *   DIR/proc/sys/vm/compact_memory   or this one when the node has no compact file
  *   DIR/proc/sys/kernel/osrelease    decides the boot command line syntax
  *   DIR/proc/mounts, DIR/proc/meminfo  hugetlbfs mounts and their page sizes */
 #pragma once
@@ -32,14 +33,22 @@ struct hugepages_pool {
         uint64_t surplus;               /* surplus_hugepages, 0 when absent */
 };
 
-/* Pages not free, surplus pages included: the floor below which a pool's
- * persistent size is never set (a page in use stays in the pool). */
+/* Pages not free, surplus pages included. */
 static inline uint64_t hugepages_pool_in_use(const struct hugepages_pool *p) {
         return p->nr > p->free ? p->nr - p->free : 0;
 }
 /* Persistent pages: what nr_hugepages is set to, surplus pages not counted. */
 static inline uint64_t hugepages_pool_persistent(const struct hugepages_pool *p) {
         return p->nr > p->surplus ? p->nr - p->surplus : 0;
+}
+/* Persistent pages in use: the pages in use that are not surplus pages. The
+ * floor below which a pool's persistent size is never set (a page in use stays
+ * in the pool); surplus pages go back to the kernel when freed whatever the
+ * persistent size, so they do not raise it. */
+static inline uint64_t hugepages_pool_persistent_in_use(const struct hugepages_pool *p) {
+        uint64_t used = hugepages_pool_in_use(p);
+
+        return used > p->surplus ? used - p->surplus : 0;
 }
 
 struct hugepages_target {
@@ -59,12 +68,14 @@ struct hugepages_result {
         unsigned node_os;
         int size;
         uint64_t requested;             /* count asked for */
-        uint64_t target;                /* requested, raised to the pages in use */
-        uint64_t in_use;                /* nr - free before any write */
+        uint64_t target;                /* requested, raised to in_use but never
+                                         * above before when requested is below it */
+        uint64_t in_use;                /* persistent pages in use before any write:
+                                         * nr - free - surplus, at least 0 */
         uint64_t before;                /* persistent pages before */
         uint64_t reserved;              /* persistent pages after, read back */
         int writes;                     /* nr_hugepages writes (0: already there) */
-        int compactions;                /* compact_memory writes */
+        int compactions;                /* compact (or compact_memory) writes */
         bool clamped;                   /* target raised to in_use */
         int error;                      /* 0 or negative errno; then reserved == before */
 };
@@ -81,7 +92,7 @@ struct hugepages_ops {
                          struct hugepages_pool *ret);
         int (*write_pool)(const struct hugepages_host *h, unsigned node_os, int size,
                           uint64_t count);
-        int (*compact)(const struct hugepages_host *h);
+        int (*compact)(const struct hugepages_host *h, unsigned node_os);
 };
 
 struct hugepages_host {
@@ -105,20 +116,25 @@ int hugepages_size_from_string(const char *s);
  * pool of that size, other negative errno when a file is unreadable. */
 int hugepages_read_pool(const char *root, unsigned node_os, int size, struct hugepages_pool *ret);
 int hugepages_write_pool(const char *root, unsigned node_os, int size, uint64_t count);
-int hugepages_compact(const char *root);
+/* Compacts node N's memory (nodeN/compact), or all memory (compact_memory)
+ * when the kernel has no per-node file. */
+int hugepages_compact(const char *root, unsigned node_os);
 
 /* Decide: targets from c->hugepages[] and the host's nodes. Per-node counts are
  * taken as given (nodes not named are left alone); a plain total is spread
- * evenly over the nodes with memory (all nodes when no memory size is known),
- * the remainder one page each to the lowest-numbered nodes. A node named in
+ * evenly over the nodes with memory and CPUs (memory-only nodes, such as HBM
+ * or CXL, hold no guest's memory; when no node with memory has CPUs, over all
+ * nodes with memory; all nodes when no memory size is known), the remainder
+ * one page each to the lowest-numbered nodes. A node named in
  * the config that the host does not have, or named twice, is an error: returns
  * -EINVAL with a message in err. *ret owned by the caller (hugepages_plan_done). */
 int hugepages_plan(const struct conf *c, const struct topo *t, struct hugepages_plan *ret,
                    char *err, size_t errlen);
 void hugepages_plan_done(struct hugepages_plan *p);
 
-/* Act on one pool: read it, raise count to the pages in use (never shrink
- * below them), write nothing when the pool already holds the target, else
+/* Act on one pool: read it, raise count to the persistent pages in use (never
+ * shrink below them; a request to shrink never grows the pool), write nothing
+ * when the pool already holds the target, else
  * write, read back, and while short compact and retry, HUGEPAGES_MAX_TRIES
  * writes at most. *ret is filled in every case, failures included, so the
  * caller can report it. Returns 0 (pool at target or short: see

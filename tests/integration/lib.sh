@@ -244,8 +244,10 @@ cleanup_domains() {
 
 # ---- /proc truth -------------------------------------------------------------
 
-# Prints "KIND ID CPUS" per interesting thread of the domain's QEMU:
-# "vcpu 0 1", "iothread 1 0", "emulator 0 0" (the main thread).
+# Prints "KIND ID CPUS" per thread of the domain's QEMU: "vcpu 0 1",
+# "iothread 1 0", and "emulator 0 0" for the main thread and every other
+# helper thread (call_rcu, vnc_worker, ...), once per distinct cpuset: a helper
+# left elsewhere shows as a second emulator line.
 domain_threads() {
         local pid tid comm cpus
         pid=$(domain_pid "$1") || return 1
@@ -258,9 +260,9 @@ domain_threads() {
                 "IO iothread"*)
                         echo "iothread ${comm#IO iothread} $cpus" ;;
                 *)
-                        [ "$tid" = "$pid" ] && echo "emulator 0 $cpus" ;;
+                        echo "emulator 0 $cpus" ;;
                 esac
-        done | sort
+        done | sort -u
 }
 
 # Expands "0-2,5" to "0 1 2 5".

@@ -181,6 +181,48 @@ ok "$([ -z "$pins" ] || [ "$(cpu_list_canon "$(cpu_list_expand "$pins")")" = "$(
         "$A's persistent vCPU pin is gone or spans every PU (was: $held; now: ${pins:-none})"
 check_affinity $A
 
+# A --config-only policy edit of a running domain moves nothing.
+$VIRSH metadata $A --uri urn:kvmtuned:tuning:1 --key kvmtune --set '<policy cpu="dedicated"/>' --config >/dev/null
+sleep 1
+is "$(domain_state $A)" shared "a --config-only policy edit leaves the running $A as it is"
+
+# ---- cpu=none set while stopped: the pins of the last run are taken back ----------
+E=kvmtuned-test-hook-none
+define_domain $E 1 0 'cpu="dedicated" emulator="share" iothreads="shared" numa="none"'
+start_domain $E
+wait_state $E tuned
+e_pu=$(show $E '.vcpus[0].cpus[0]')
+is "$(domain_state $E)" tuned "$E is tuned (PU ${e_pu:-?})"
+$VIRSH destroy $E >/dev/null
+wait_for 20 sh -c "! '$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$E' >/dev/null 2>&1"
+$VIRSH metadata $E --uri urn:kvmtuned:tuning:1 --key kvmtune --set '<policy cpu="none"/>' --config >/dev/null
+start_domain $E
+wait_state $E ignored
+is "$(domain_state $E)" ignored "$E started with cpu=none is left alone"
+wait_for 10 sh -c "[ \"\$(awk '/Cpus_allowed_list/ {print \$2}' /proc/\$(cat /run/libvirt/qemu/$E.pid)/task/*/status | sort -u)\" = '$(all_cpus)' ]"
+rc=$?
+ok $rc "$E: the pins of its last run are taken back, every thread floats over every PU"
+[ $rc -eq 0 ] || for t in /proc/$(cat /run/libvirt/qemu/$E.pid)/task/*; do
+        diag "$(cat $t/comm): $(awk '/Cpus_allowed_list/ {print $2}' $t/status)"
+done
+wait_for 10 sh -c "! $VIRSH metadata $E --uri urn:kvmtuned:placement:1 --config 2>/dev/null | grep -q '<placement'"
+ok $? "$E's placement record left its persistent definition"
+
+# ---- undefining a running domain keeps its PUs held ---------------------------------
+$VIRSH destroy $E >/dev/null
+$VIRSH metadata $E --uri urn:kvmtuned:tuning:1 --key kvmtune --set '<policy cpu="dedicated"/>' --config >/dev/null
+start_domain $E
+wait_state $E tuned
+e_pu=$(show $E '.vcpus[0].cpus[0]')
+$VIRSH undefine $E >/dev/null
+sleep 1
+is "$(domain_state $E)" tuned "$E undefined while running (now transient) is still tuned"
+is "$(show $E '.vcpus[0].cpus[0]')" "$e_pu" "and still holds PU $e_pu"
+check_exclusive $A $B $E
+$VIRSH destroy $E >/dev/null
+wait_for 20 sh -c "! '$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$E' >/dev/null 2>&1"
+ok $? "$E is released once the transient domain is destroyed"
+
 # ---- placement=strict: no room, the hook refuses the start --------------------------
 C=kvmtuned-test-hook-strict
 define_domain $C 4 0 'cpu="dedicated" placement="strict"'

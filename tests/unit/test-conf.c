@@ -523,8 +523,9 @@ static void test_sample(void) {
         out = NULL;
         c = load_file(on, "sample with every setting uncommented");
         if (c)
-                ok(c->ndomain == 1 && c->defaults.set == 0x3f && c->hugepages[TOPO_PAGE_1G].nnode == 2,
-                   "uncommented sample sets everything");
+                ok(c->ndomain == 1 && c->defaults.set == 0x7f && c->hugepages[TOPO_PAGE_1G].nnode == 2 &&
+                   c->defaults.placement == POLICY_PLACEMENT_BEST_EFFORT,
+                   "uncommented sample sets everything (all seven policy keys in [defaults])");
         conf_free(c);
 }
 

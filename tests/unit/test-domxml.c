@@ -49,6 +49,7 @@ static void test_running_full(void) {
         ok(d->niothread == 2 && d->iothread_ids[0] == 1 && d->iothread_ids[1] == 2, "full: iothread ids 1..N");
         is_int(d->memory_kib, 4194304, "full: currentMemory wins over memory");
         is_int(d->page_kib, 1048576, "full: 1 GiB pages");
+        ok(d->hugepages, "full: hugepages present");
 }
 
 static void test_running_policy(void) {
@@ -108,7 +109,8 @@ static void test_iothreadids(void) {
         is_int(d->vcpus, 2, "iothreadids: vcpus without current=");
         ok(d->niothread == 2 && d->iothread_ids[0] == 1 && d->iothread_ids[1] == 5, "iothreadids: ids 1 and 5");
         is_int(d->memory_kib, 1536 * 1024, "iothreadids: currentMemory in MiB");
-        is_int(d->page_kib, 2048, "iothreadids: <hugepages/> means 2 MiB");
+        ok(d->hugepages, "iothreadids: <hugepages/> present");
+        is_int(d->page_kib, 0, "iothreadids: <hugepages/> without a size: the host's default, left to the daemon");
         ok(d->has_policy, "iothreadids: policy in a default namespace");
         is_int(d->policy.set, POLICY_KEY_CPU | POLICY_KEY_NUMA, "iothreadids: only cpu and numa set");
         is_int(d->policy.numa, POLICY_NUMA_PREFERRED, "iothreadids: numa=preferred");
@@ -127,6 +129,7 @@ static void test_inactive(void) {
         is_int(d->niothread, 0, "inactive: no iothreads");
         is_int(d->memory_kib, 512 * 1024, "inactive: <memory unit='MiB'>");
         is_int(d->page_kib, 0, "inactive: no hugepages");
+        ok(!d->hugepages, "inactive: hugepages absent");
         ok(!d->has_policy && !d->placement, "inactive: no metadata");
         ok(d->npci == 0 && d->nvcpupin == 0 && d->niothreadpin == 0 && !d->emulatorpin, "inactive: no pins");
         ok(!d->numatune_mode && !d->numatune_nodeset, "inactive: no numatune");

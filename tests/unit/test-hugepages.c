@@ -79,11 +79,14 @@ static long pool_mtime(const char *root, unsigned node, int size) {
 }
 
 /* A fake kernel over the fixture files: grants at most limit[node][size]
- * pages; each compaction frees room for 'per_compaction' more. */
+ * persistent pages; each compaction frees room for 'per_compaction' more. Like
+ * the kernel, nr_hugepages then shows the surplus pages on top. */
 struct fake_kernel {
         uint64_t limit[4][TOPO_PAGE_SIZES];
         uint64_t per_compaction;
+        uint64_t max_written;           /* largest persistent count asked for */
         int writes, compactions;
+        unsigned compacted_node;        /* node of the last compaction */
 };
 
 static int fake_read(const struct hugepages_host *h, unsigned node, int size,
@@ -94,19 +97,26 @@ static int fake_read(const struct hugepages_host *h, unsigned node, int size,
 static int fake_write(const struct hugepages_host *h, unsigned node, int size, uint64_t count) {
         struct fake_kernel *k = h->userdata;
         uint64_t lim = node < 4 ? k->limit[node][size] : 0;
+        struct hugepages_pool pool = { 0 };
+        int r = hugepages_read_pool(h->root, node, size, &pool);
 
+        if (r < 0)
+                return r;
         k->writes++;
-        return hugepages_write_pool(h->root, node, size, count < lim ? count : lim);
+        if (count > k->max_written)
+                k->max_written = count;
+        return hugepages_write_pool(h->root, node, size, (count < lim ? count : lim) + pool.surplus);
 }
 
-static int fake_compact(const struct hugepages_host *h) {
+static int fake_compact(const struct hugepages_host *h, unsigned node) {
         struct fake_kernel *k = h->userdata;
 
         k->compactions++;
+        k->compacted_node = node;
         for (int n = 0; n < 4; n++)
                 for (int s = 0; s < TOPO_PAGE_SIZES; s++)
                         k->limit[n][s] += k->per_compaction;
-        return hugepages_compact(h->root);
+        return hugepages_compact(h->root, node);
 }
 
 static const struct hugepages_ops fake_ops = { fake_read, fake_write, fake_compact };
@@ -118,7 +128,8 @@ static void fake_init(struct fake_kernel *k, uint64_t limit) {
                         k->limit[n][s] = limit;
 }
 
-/* A host of n nodes, os numbers 0..n-1; memkib[i] == 0 marks a memoryless node. */
+/* A host of n nodes, os numbers 0..n-1; memkib[i] == 0 marks a memoryless node.
+ * No node has CPUs (topo_cpus gives them some). */
 static struct topo *topo_nodes(int n, const uint64_t *memkib) {
         struct topo *t = xcalloc(1, sizeof *t);
 
@@ -129,6 +140,13 @@ static struct topo *topo_nodes(int n, const uint64_t *memkib) {
                 t->nodes[i].memory_known = memkib != NULL;
                 t->nodes[i].memory_kib = memkib ? memkib[i] : 0;
         }
+        return t;
+}
+
+/* Sets each node's PU count; npu[i] == 0 marks a memory-only node. */
+static struct topo *topo_cpus(struct topo *t, const int *npu) {
+        for (int i = 0; i < t->nnode; i++)
+                t->nodes[i].npu = npu[i];
         return t;
 }
 
@@ -234,6 +252,62 @@ static void test_plan_total(void) {
            "memory unknown: spread over all nodes (4,3)");
         hugepages_plan_done(&p);
         topo_nodes_free(t);
+}
+
+/* Flat-mode HBM, CXL, GPU memory: nodes with memory and no CPUs. Placement
+ * never puts a guest's memory there, so a total goes to the nodes with CPUs. */
+static void test_plan_total_memory_only(void) {
+        struct topo *t = topo_cpus(topo_nodes(4, (const uint64_t[]){ 32 << 20, 32 << 20, 16 << 20, 0 }),
+                                   (const int[]){ 8, 8, 0, 4 });
+        struct conf c = { 0 };
+        struct hugepages_plan p = { 0 };
+        char err[256] = "";
+
+        conf_total(&c, TOPO_PAGE_1G, 33);
+        is_int(hugepages_plan(&c, t, &p, err, sizeof err), 0, "total plan with a memory-only node");
+        is_int(p.ntarget, 2, "memory-only node 2 and memoryless node 3 get no share");
+        ok(p.ntarget == 2 && p.targets[0].node_os == 0 && p.targets[0].count == 17 &&
+           p.targets[1].node_os == 1 && p.targets[1].count == 16,
+           "33 pages over the nodes with CPUs: 17,16");
+        hugepages_plan_done(&p);
+
+        topo_cpus(t, (const int[]){ 0, 0, 0, 4 });
+        is_int(hugepages_plan(&c, t, &p, err, sizeof err), 0, "no node with memory has CPUs");
+        ok(p.ntarget == 3 && p.targets[0].count == 11 && p.targets[2].node_os == 2 &&
+           p.targets[2].count == 11, "then every node with memory: 11,11,11");
+        hugepages_plan_done(&p);
+        topo_nodes_free(t);
+}
+
+/* The real flat-mode HBM export: DDR nodes 0-7 hold the CPUs, HBM nodes 8-15
+ * share their cpusets but no core belongs to them. */
+static void test_plan_total_hbmflat(void) {
+        const char *topos = getenv("TOPOLOGIES");
+        _cleanup_free_ char *xml = NULL;
+        struct hugepages_plan p = { 0 };
+        struct conf c = { 0 };
+        struct topo *t = NULL;
+        char err[256] = "";
+        bool ddr_only = true;
+
+        if (!topos) {
+                ok(1, "# SKIP TOPOLOGIES not set");
+                return;
+        }
+        xml = xasprintf("%s/2s-xeon-max9462-sapphirerapids-snc4-smt-hbmflat.xml", topos);
+        if (!ok(topo_load(TOPO_SOURCE_XML, xml, NULL, &t) == 0 && t->nnode == 16,
+                "hbmflat: 16 NUMA nodes")) {
+                topo_free(t);
+                return;
+        }
+        conf_total(&c, TOPO_PAGE_1G, 32);
+        is_int(hugepages_plan(&c, t, &p, err, sizeof err), 0, "hbmflat: 1G = 32");
+        is_int(p.ntarget, 8, "hbmflat: spread over the 8 DDR nodes");
+        for (int i = 0; i < p.ntarget; i++)
+                ddr_only &= p.targets[i].node_os == (unsigned)i && p.targets[i].count == 4;
+        ok(ddr_only, "hbmflat: 4 pages on each of nodes 0-7, none on the HBM nodes 8-15");
+        hugepages_plan_done(&p);
+        topo_free(t);
 }
 
 static void test_plan_errors(void) {
@@ -349,6 +423,46 @@ static void test_partial_grant(void) {
         fake_init(&k, 100);
         is_int(hugepages_apply_pool(&h, 0, TOPO_PAGE_1G, 16, &r), 0, "again with a willing kernel");
         ok(r.writes == 0 && k.writes == 0 && k.compactions == 0, "idempotent: the kernel saw no write");
+        fixture_remove(root);
+}
+
+/* Compaction: the node's own compact file where the kernel has one, else
+ * the host-wide compact_memory. */
+static void test_compact_per_node(void) {
+        char *root = fixture_copy("hp-hbm");
+        _cleanup_free_ char *node0 = NULL, *node1 = NULL, *host = NULL, *node2 = NULL, *rm = NULL;
+        struct fake_kernel k;
+        struct hugepages_host h = { &fake_ops, root, &k };
+        struct hugepages_result r;
+
+        if (!ok(root != NULL, "copied hp-hbm"))
+                return;
+        is_int(hugepages_compact(root, 0), 0, "compact node 0");
+        ok(hostfs_read(root, "/sys/devices/system/node/node0/compact", &node0) >= 0 &&
+           streq(node0, "1\n"), "node0/compact written with 1");
+        ok(hostfs_read(root, "/proc/sys/vm/compact_memory", &host) >= 0 && streq(host, ""),
+           "compact_memory left alone");
+
+        fake_init(&k, 12);
+        is_int(hugepages_apply_pool(&h, 1, TOPO_PAGE_1G, 16, &r), 0, "node 1 1G: 16 asked, 12 granted");
+        ok(k.compactions == HUGEPAGES_MAX_TRIES - 1 && k.compacted_node == 1 && r.compactions == 2,
+           "the short node is the one compacted");
+        ok(hostfs_read(root, "/sys/devices/system/node/node1/compact", &node1) >= 0 &&
+           streq(node1, "1\n"), "node1/compact written");
+        free(host);
+        host = NULL;
+        ok(hostfs_read(root, "/proc/sys/vm/compact_memory", &host) >= 0 && streq(host, ""),
+           "compact_memory still untouched");
+
+        rm = xasprintf("rm '%s/sys/devices/system/node/node2/compact'", root);
+        ok(system(rm) == 0, "a kernel without node2/compact");
+        is_int(hugepages_compact(root, 2), 0, "compact node 2");
+        free(host);
+        host = NULL;
+        ok(hostfs_read(root, "/proc/sys/vm/compact_memory", &host) >= 0 && streq(host, "1\n"),
+           "no per-node file: compact_memory written instead");
+        ok(hostfs_read(root, "/sys/devices/system/node/node2/compact", &node2) == -ENOENT,
+           "no per-node file created");
         fixture_remove(root);
 }
 
@@ -483,6 +597,28 @@ static void test_reserve_short(void) {
         fixture_remove(root);
 }
 
+/* The boot-time run on the HBM host: the memory-only node keeps its pool. */
+static void test_reserve_memory_only(void) {
+        char *root = fixture_copy("hp-hbm");
+        struct topo *t = topo_cpus(topo_nodes(3, (const uint64_t[]){ 32 << 20, 32 << 20, 16 << 20 }),
+                                   (const int[]){ 8, 8, 0 });
+        struct hugepages_host h = { &hugepages_ops_hostfs, root, NULL };
+        struct conf c = { 0 };
+        char *out = NULL;
+
+        if (!ok(root != NULL, "copied hp-hbm"))
+                return;
+        conf_total(&c, TOPO_PAGE_1G, 8);
+        is_int(reserve_capture(&c, t, &h, &out), 0, "reserve 1G = 8 on hp-hbm: exit 0");
+        ok(strstr(out, "node 0 1G: 4 requested, 4 reserved\n") &&
+           strstr(out, "node 1 1G: 4 requested, 4 reserved\n") && !strstr(out, "node 2"),
+           "4 pages on each DDR node, none asked of the HBM node");
+        is_int(pool_file(root, 2, TOPO_PAGE_1G, "nr_hugepages"), 0, "node 2 1G file untouched: 0");
+        free(out);
+        topo_nodes_free(t);
+        fixture_remove(root);
+}
+
 static void test_reserve_node_syntax(void) {
         char *root = fixture_copy("hp-2node");
         struct topo *t = topo_nodes(2, (const uint64_t[]){ 16 << 20, 16 << 20 });
@@ -525,8 +661,41 @@ static void test_surplus(void) {
            hostfs_write(root, rel_free, "5\n") == 0, "node 0 2M: 10 pages, 5 free, 3 surplus");
         is_int(hugepages_set_pool(root, 0, TOPO_PAGE_2M, 7, &r), 0, "ask for 7 persistent pages");
         ok(r.before == 7 && r.writes == 0 && !r.clamped, "surplus pages not counted: already 7, nothing written");
-        is_int(hugepages_set_pool(root, 0, TOPO_PAGE_2M, 2, &r), 0, "ask for 2");
-        ok(r.clamped && r.target == 5, "in use counts surplus pages too: clamped to 5");
+        /* 5 of the 10 pages are in use, 3 of them surplus: 2 persistent in use. */
+        is_int(hugepages_pool_persistent_in_use(&(struct hugepages_pool){ .nr = 10, .free = 5, .surplus = 3 }),
+               2, "persistent in use: nr - free - surplus");
+        is_int(hugepages_pool_persistent_in_use(&(struct hugepages_pool){ .nr = 10, .free = 8, .surplus = 3 }),
+               0, "more surplus than pages in use: 0");
+        ok(hugepages_set_pool(root, 0, TOPO_PAGE_2M, 2, &r) == 0 && r.in_use == 2 && r.target == 2 &&
+           !r.clamped, "ask for 2: surplus pages in use are no floor, 2 written");
+        fixture_remove(root);
+}
+
+/* nr 10, 2 free, 3 surplus: 7 persistent, 8 in use of which 5 persistent.
+ * Asking for 2 shrinks the persistent pool to those 5, never grows it to 8. */
+static void test_surplus_shrink(void) {
+        char *root = fixture_copy("hp-4node");
+        _cleanup_free_ char *sur = xasprintf(POOL_DIR, 0u, "2048", "surplus_hugepages");
+        _cleanup_free_ char *fr = xasprintf(POOL_DIR, 0u, "2048", "free_hugepages");
+        struct fake_kernel k;
+        struct hugepages_host h = { &fake_ops, root, &k };
+        struct hugepages_result r;
+        char line[256];
+
+        if (!ok(root != NULL, "copied hp-4node"))
+                return;
+        ok(hugepages_write_pool(root, 0, TOPO_PAGE_2M, 10) == 0 && hostfs_write(root, sur, "3\n") == 0 &&
+           hostfs_write(root, fr, "2\n") == 0, "node 0 2M: 10 pages, 2 free, 3 surplus");
+        fake_init(&k, 100);
+        is_int(hugepages_apply_pool(&h, 0, TOPO_PAGE_2M, 2, &r), 0, "ask for 2");
+        ok(r.before == 7 && r.in_use == 5, "7 persistent, 5 of them in use");
+        ok(r.clamped && r.target == 5, "clamped to the 5 persistent pages in use, not 8");
+        ok(k.max_written == 5 && k.max_written <= r.before, "5 written: never above the 7 there were");
+        ok(r.reserved == 5 && !hugepages_result_short(&r), "the pool holds 5 persistent pages");
+        is_int(pool_file(root, 0, TOPO_PAGE_2M, "nr_hugepages"), 8, "nr_hugepages: 5 + 3 surplus");
+        is_str(hugepages_format_result(&r, line, sizeof line),
+               "node 0 2M: 2 requested, 5 reserved (clamped: 5 pages in use, not shrinking below)",
+               "clamp line");
         fixture_remove(root);
 }
 
@@ -672,16 +841,21 @@ int main(void) {
         test_sizes();
         test_plan_per_node();
         test_plan_total();
+        test_plan_total_memory_only();
+        test_plan_total_hbmflat();
         test_plan_errors();
         test_set_pool_files();
         test_set_pool_errors();
         test_partial_grant();
+        test_compact_per_node();
         test_cmdline();
         test_mounts();
         test_reserve_files();
         test_reserve_short();
         test_reserve_node_syntax();
+        test_reserve_memory_only();
         test_surplus();
+        test_surplus_shrink();
         test_real_config_and_topology();
         test_refresh_topo();
         return tap_done();

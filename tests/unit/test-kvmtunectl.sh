@@ -275,6 +275,36 @@ if [ "$uid" -eq 0 ]; then
         ok "hugepages reserve --json: the result object" json_is \
                 '(d["node"], d["size"], d["requested"], d["reserved"], d["short"], d["clamped"])' \
                 "(0, '1G', 3, 3, 0, False)"
+        # hp-2node mounts hugetlbfs for 2M pages only (its proc/mounts, not the host's).
+        ok "hugepages reserve --json: a 1G pool without a 1G mount warns" json_is \
+                '"hugetlbfs -o pagesize=1G hugetlbfs /dev/hugepages1G" in d["warning"]' True
+        run --socket "$TMP/hp.sock" hugepages reserve --size 1G --node 0 --count 4
+        ok "hugepages reserve 1G: exit 0" rc_is 0
+        ok "hugepages reserve 1G: the warning says libvirt cannot use the pages, and the fix" out_has \
+                "^warning: no hugetlbfs mount for 1G pages: libvirt cannot back guests with 1G pages until one is mounted: mkdir -p /dev/hugepages1G && mount -t hugetlbfs -o pagesize=1G hugetlbfs /dev/hugepages1G, then restart virtqemud"
+        run --socket "$TMP/hp.sock" --json hugepages reserve --size 2M --node 0 --count 64
+        ok "hugepages reserve 2M with a 2M mount: no warning" json_is '"warning" in d' False
+        ok "hugepages reserve that is not short: no boot command line" json_is '"boot_cmdline" in d' False
+        # A kernel that grants fewer pages: 4 of them stay surplus (nr_hugepages
+        # counts them, so the persistent pool read back is 4 short).
+        echo 4 >"$TMP/hp/$HP2M/surplus_hugepages"
+        run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 100
+        ok "hugepages reserve, kernel grants fewer: exit 1" rc_is 1
+        ok "hugepages reserve, kernel grants fewer: short line" out_has "^node 0 2M: 100 requested, 96 reserved (short by 4"
+        ok "hugepages reserve, kernel grants fewer: the boot command line (kernel 6.1: per node)" out_has \
+                "^to reserve these pages at boot, add to the kernel command line: hugepagesz=2M hugepages=0:100$"
+        ok "hugepages reserve, kernel 6.1: no old-kernel note" sh -c "! grep -q '^(kernel' '$TMP/out'"
+        echo 5.10.0-28-amd64 >"$TMP/hp/proc/sys/kernel/osrelease"
+        run --socket "$TMP/hp.sock" --json hugepages reserve --size 2M --node 0 --count 100
+        ok "hugepages reserve --json, kernel grants fewer: exit 1" rc_is 1
+        ok "hugepages reserve --json: boot_cmdline, a plain total before 5.16" json_is \
+                '(d["short"], d["boot_cmdline"])' "(4, 'hugepagesz=2M hugepages=100')"
+        ok "hugepages reserve --json: boot_note names the kernel" json_is \
+                '"kernel 5.10.0-28-amd64 takes no per-node counts before 5.16" in d["boot_note"]' True
+        run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 100
+        ok "hugepages reserve, old kernel: the note in the human output" out_has \
+                "^(kernel 5.10.0-28-amd64 takes no per-node counts before 5.16: the boot-time total is spread evenly over the nodes)$"
+        echo 0 >"$TMP/hp/$HP2M/surplus_hugepages"
         run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 5 --count 1
         ok "hugepages reserve on a missing node: exit 1" rc_is 1
         ok "hugepages reserve on a missing node: named" err_has "no NUMA node 5"
@@ -351,7 +381,11 @@ if [ -r "$TOPO" ] && [ -r "$WL" ]; then
         ok "offline plan, workload not JSON: exit 1" rc_is 1
         HP="$FIXTURES/workloads/skylake-hugepages.json"
         run --json plan --topology "$TOPO" --workload "$HP"
-        ok "offline plan without --sysfs-root: no 1G pages in the XML" json_is 'd["summary"]["placed"]' 1
+        ok "offline plan without --sysfs-root: no hugepage pools in the XML, every hugepage domain refused" \
+                json_is 'd["summary"]["placed"]' 0
+        ok "offline plan without --sysfs-root: a shared 2M domain is refused too, naming the pages" \
+                json_is '[r["refused"] for r in d["results"] if r.get("name") == "small"][0]' \
+                "needs 512 MiB of 2M pages; free: node 0: 0, node 1: 0 pages; short by 256 pages on node 0"
         run --json plan --topology "$TOPO" --workload "$HP" --sysfs-root "$FIXTURES/sysfs-2node"
         ok "offline plan --sysfs-root: hugepage pools read below it" json_is 'd["summary"]["placed"]' 3
 else

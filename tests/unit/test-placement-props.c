@@ -137,7 +137,8 @@ static bool node_can_hold(const struct topo *t, const struct alloc *a, int n, co
         }
         if (!cpu)
                 return false;
-        if (!q->memory_kib || q->policy.numa == POLICY_NUMA_NONE)
+        /* hugepages count whatever the NUMA policy; base pages only when placed */
+        if (!q->memory_kib || (q->policy.numa == POLICY_NUMA_NONE && page_idx(q->policy.page) < 0))
                 return true;
         return node_free_mem(t, a, n, q->policy.page) >=
                q->memory_kib / page_kib(q->policy.page) + (q->memory_kib % page_kib(q->policy.page) != 0);
@@ -277,7 +278,7 @@ static void check_one_node(struct run *r, const struct request *q, const struct 
         if (fits && (!one || p->split))
                 fail(r, PROP_ONE_NODE, "%d vCPUs (%s) split over %d nodes although one node fits", q->vcpus,
                      policy_threads_to_string(q->policy.threads), p->nnode);
-        if (!fits && q->policy.numa != POLICY_NUMA_NONE && !p->split)
+        if (!fits && (q->policy.numa != POLICY_NUMA_NONE || page_idx(q->policy.page) >= 0) && !p->split)
                 fail(r, PROP_ONE_NODE, "no node fits yet the plan is on one node");
 }
 
