@@ -418,17 +418,49 @@ static bool node_fits(const struct ctx *c, int n) {
 
 /* --- choosing nodes ------------------------------------------------------------ */
 
-/* Best fit among fitting nodes in list[] (or all nodes when list is NULL). */
+static int group_units(const struct ctx *c, int g);
+
+/* How few L3 groups of the node can hold the vCPUs: its largest ones first. */
+static int node_groups_needed(const struct ctx *c, int node) {
+        const struct topo_node *tn = &c->t->nodes[node];
+        int first = tn->first_group, ng = tn->ngroup, k = 0, sum = 0;
+        _cleanup_free_ int *cap = xcalloc(ng + 1, sizeof *cap);
+
+        for (int g = 0; g < ng; g++)
+                cap[g] = group_units(c, first + g);
+        while (sum < c->need.v && k < ng) {
+                int best = 0;
+                for (int g = 1; g < ng; g++)
+                        if (cap[g] > cap[best])
+                                best = g;
+                if (cap[best] <= 0)
+                        break;
+                sum += cap[best];
+                cap[best] = 0;
+                k++;
+        }
+        return sum >= c->need.v ? k : ng + 1;
+}
+
+/* Among the nodes in list[] (or all nodes when list is NULL) that fit: best
+ * fit (fewest free units left), then the one whose L3 groups hold the vCPUs in
+ * the fewest groups, then the lower index. Best fit comes first on purpose:
+ * putting L3 fit first was measured (bench/placement) to leave 1-2 % more
+ * domains split over nodes later, for 0.04-0.08 fewer L3 groups. */
 static int best_fit_node(const struct ctx *c, const int *list, int nlist) {
-        int best = -1, n = list ? nlist : c->t->nnode;
+        int best = -1, best_groups = 0, n = list ? nlist : c->t->nnode;
 
         for (int i = 0; i < n; i++) {
-                int node = list ? list[i] : i;
+                int node = list ? list[i] : i, groups, u, bu;
                 if (node < 0 || node >= c->t->nnode || !node_fits(c, node))
                         continue;
-                if (best < 0 || units(c->need.mode, &c->ncap[node]) < units(c->need.mode, &c->ncap[best]) ||
-                    (units(c->need.mode, &c->ncap[node]) == units(c->need.mode, &c->ncap[best]) && node < best))
+                groups = node_groups_needed(c, node);
+                u = units(c->need.mode, &c->ncap[node]);
+                bu = best < 0 ? 0 : units(c->need.mode, &c->ncap[best]);
+                if (best < 0 || u < bu || (u == bu && (groups < best_groups || (groups == best_groups && node < best)))) {
                         best = node;
+                        best_groups = groups;
+                }
         }
         return best;
 }

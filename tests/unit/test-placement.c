@@ -366,6 +366,27 @@ static void test_hugepages(void) {
         host_close(&h);
 }
 
+/* Between nodes that fit equally well (same free units), L3 fit decides: the
+ * node where the vCPUs fit in one L3 group wins over a lower-numbered node
+ * whose free PUs are split over two groups. */
+static void test_l3_fit_node(void) {
+        static const int taken[] = { 0, 1, 4, 5, 8, 9, 10, 11 };
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+
+        if (host_open(&h, "Package:2 [NUMANode(memory=64GiB)] L3Cache:2 Core:4 PU:1", false) < 0)
+                return (void)ok(0, "load 2 nodes x 2 L3 x 4 cores");
+        /* node 0: 2 free PUs in each of its groups; node 1: one whole group free */
+        for (size_t i = 0; i < ELEMENTSOF(taken); i++)
+                h.a->pu_owner[taken[i]] = 99;
+        r = req_new(3, "emulator=share");
+        is_int(host_place(&h, &r, why), 0, "3 vCPUs (%s)", why);
+        is_int(last(&h)->nodes[0], 1, "on node 1: 4 free PUs like node 0, but in one L3 group");
+        is_int(last(&h)->ngroup, 1, "in one L3 group");
+        host_close(&h);
+}
+
 /* Hugepages are counted whatever the NUMA policy or CPU policy: numa=none and
  * shared domains take pages too, and are refused when the host is short. */
 static void test_hugepages_any_policy(void) {
@@ -628,6 +649,7 @@ int main(void) {
         test_memory();
         test_hugepages();
         test_hugepages_any_policy();
+        test_l3_fit_node();
         test_split_and_pool();
         test_distance_split();
         test_fewest_nodes();
