@@ -300,7 +300,7 @@ static int domain_place(struct daemon *d, struct domain *dm, const struct domxml
         int r;
 
         domain_request(d, dm, x, &req);
-        if (req.policy.page != POLICY_PAGE_NONE)
+        if (req.memory_kib && (req.policy.page != POLICY_PAGE_NONE || req.policy.numa != POLICY_NUMA_NONE))
                 domain_refresh_pools(d, dm);
         r = placement_place(d->topo, d->alloc, &req, &dm->plan, reason);
         if (r < 0) {

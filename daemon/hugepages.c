@@ -238,6 +238,34 @@ static uint64_t numa_maps_line(const char *line, const struct topo *t, uint64_t 
         return found;
 }
 
+/* One mapping of base pages: "... anon=512 dirty=512 N0=512 kernelpagesize_kB=4". */
+static void numa_maps_base_line(const char *line, const struct topo *t, uint64_t *ret_kib) {
+        const char *k = strstr(line, " kernelpagesize_kB=");
+        unsigned long long page_kib;
+
+        if (!k || sscanf(k, " kernelpagesize_kB=%llu", &page_kib) != 1 || strstr(line, " huge") ||
+            page_kib >= 2048)
+                return;
+        for (const char *p = strstr(line, " N"); p; p = strstr(p + 1, " N")) {
+                unsigned node;
+                unsigned long long pages;
+                int idx;
+
+                if (sscanf(p, " N%u=%llu", &node, &pages) == 2 && (idx = topo_node_by_os(t, node)) >= 0)
+                        ret_kib[idx] += pages * page_kib;
+        }
+}
+
+void hugepages_parse_numa_maps_base(const char *text, const struct topo *t, uint64_t *ret_kib) {
+        while (text && *text) {
+                size_t len = strcspn(text, "\n");
+                _cleanup_free_ char *line = xasprintf("%.*s", (int)len, text);
+
+                numa_maps_base_line(line, t, ret_kib);
+                text += len + (text[len] == '\n');
+        }
+}
+
 uint64_t hugepages_parse_numa_maps(const char *text, const struct topo *t,
                                    uint64_t (*ret)[TOPO_PAGE_SIZES]) {
         uint64_t found = 0;
@@ -264,20 +292,31 @@ static void refresh_add_back(struct topo *t, uint64_t (*held)[TOPO_PAGE_SIZES]) 
 
 int hugepages_refresh_topo(struct topo *t, const struct alloc *a, const char *root, pid_t self_pid) {
         _cleanup_free_ uint64_t (*held)[TOPO_PAGE_SIZES] = NULL;
+        _cleanup_free_ uint64_t *base = NULL;
         int r = topo_refresh_memory(t, root);
 
         if (r < 0 || !root)
                 return r;
         held = xcalloc((size_t)t->nnode, sizeof *held);
-        for (int n = 0; a && n < t->nnode && n < a->nnode; n++)
+        base = xcalloc((size_t)t->nnode, sizeof *base);
+        for (int n = 0; a && n < t->nnode && n < a->nnode; n++) {
                 for (int s = 0; s < TOPO_PAGE_SIZES; s++)
                         held[n][s] += a->hp_pages[n][s];
+                base[n] += a->mem_kib[n];
+        }
         if (self_pid > 0) {
                 _cleanup_free_ char *path = xasprintf("/proc/%d/numa_maps", (int)self_pid), *text = NULL;
 
-                if (hostfs_read(root, path, &text) >= 0)
+                if (hostfs_read(root, path, &text) >= 0) {
                         hugepages_parse_numa_maps(text, t, held);
+                        hugepages_parse_numa_maps_base(text, t, base);
+                }
         }
         refresh_add_back(t, held);
+        /* Memory placed domains and the domain being placed already use is not
+         * free any more, but it is theirs: the engine subtracts what is committed. */
+        for (int n = 0; n < t->nnode; n++)
+                if (t->nodes[n].avail_known)
+                        t->nodes[n].avail_kib += base[n];
         return 0;
 }

@@ -71,6 +71,9 @@ static inline const char *hugepages_daemon_root(const char *sysfs_root, const ch
  * does not have and sizes other than 2M/1G are skipped. Returns pages found. */
 uint64_t hugepages_parse_numa_maps(const char *text, const struct topo *t,
                                    uint64_t (*ret)[TOPO_PAGE_SIZES]);
+/* Base-page memory per node (KiB, indexed like t->nodes) that the mappings of
+ * a /proc/PID/numa_maps text hold, added to ret_kib. */
+void hugepages_parse_numa_maps_base(const char *text, const struct topo *t, uint64_t *ret_kib);
 
 /* Re-reads the pools under root (topo_refresh_memory) and adds back a's
  * committed pages and the pages process self_pid (0: none) holds, capped at

@@ -175,9 +175,19 @@ static int hostfs_meminfo_value(const char *s, uint64_t *ret) {
         return 0;
 }
 
+int hostfs_meminfo_get(const char *buf, const char *key, uint64_t *ret_kib) {
+        const char *v;
+
+        if (!buf || !key || !*key)
+                return -EINVAL;
+        v = hostfs_meminfo_find(buf, key);
+        if (!v)
+                return -ENODATA;
+        return hostfs_meminfo_value(v, ret_kib);
+}
+
 int hostfs_read_meminfo(const char *root, const char *path, const char *key, uint64_t *ret_kib) {
         _cleanup_free_ char *buf = NULL;
-        const char *v;
         int r;
 
         if (!key || !*key)
@@ -185,8 +195,5 @@ int hostfs_read_meminfo(const char *root, const char *path, const char *key, uin
         r = hostfs_read(root, path, &buf);
         if (r < 0)
                 return r;
-        v = hostfs_meminfo_find(buf, key);
-        if (!v)
-                return -ENODATA;
-        return hostfs_meminfo_value(v, ret_kib);
+        return hostfs_meminfo_get(buf, key, ret_kib);
 }

@@ -377,14 +377,18 @@ static uint64_t sat_add(uint64_t a, uint64_t b) {
 /* Free memory of a node in units of the request's page size. */
 static uint64_t node_mem_free(const struct topo *t, const struct alloc *a, int node, int page) {
         const struct topo_node *tn = &t->nodes[node];
-        uint64_t pools;
+        uint64_t pools, room;
 
         if (!tn->memory_known)
                 return MEM_ANY;
         if (page >= 0)
                 return sat_sub(tn->hp[page].free, a->hp_pages[node][page]);
         pools = tn->hp[TOPO_PAGE_2M].total * KIB_2M + tn->hp[TOPO_PAGE_1G].total * KIB_1G;
-        return sat_sub(tn->memory_kib, sat_add(pools, a->mem_kib[node]));
+        room = sat_sub(tn->memory_kib, sat_add(pools, a->mem_kib[node]));
+        /* what is free or reclaimable now also bounds it (the host's own use) */
+        if (tn->avail_known && sat_sub(tn->avail_kib, a->mem_kib[node]) < room)
+                room = sat_sub(tn->avail_kib, a->mem_kib[node]);
+        return room;
 }
 
 static void node_caps(struct ctx *c) {

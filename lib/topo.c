@@ -488,19 +488,39 @@ static int read_pool(const char *root, unsigned node, int page, struct topo_hpoo
         return 0;
 }
 
+/* Free now, or given back by the kernel on demand: MemFree, the page cache
+ * that is not shmem, reclaimable slab. Keys a kernel lacks count as 0. */
+static void node_avail(const char *text, struct topo_node *n) {
+        uint64_t free, file = 0, shmem = 0, slab = 0;
+
+        n->avail_known = hostfs_meminfo_get(text, "MemFree", &free) == 0;
+        if (!n->avail_known)
+                return;
+        hostfs_meminfo_get(text, "FilePages", &file);
+        hostfs_meminfo_get(text, "Shmem", &shmem);
+        hostfs_meminfo_get(text, "SReclaimable", &slab);
+        n->avail_kib = free + (file > shmem ? file - shmem : 0) + slab;
+}
+
 static int read_node_memory(const char *root, struct topo_node *n) {
-        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *path = NULL, *text = NULL;
         uint64_t kib;
         int r;
 
         path = xasprintf("/sys/devices/system/node/node%u/meminfo", n->os);
-        r = hostfs_read_meminfo(root, path, "MemTotal", &kib);
+        r = hostfs_read(root, path, &text);
         if (r == -ENOENT)
                 return 0;       /* keep hwloc's size */
         if (r < 0)
                 return r;
+        r = hostfs_meminfo_get(text, "MemTotal", &kib);
+        if (r == -ENODATA)
+                return 0;
+        if (r < 0)
+                return r;
         n->memory_kib = kib;
         n->memory_known = true;
+        node_avail(text, n);
         return 0;
 }
 

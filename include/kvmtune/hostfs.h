@@ -22,3 +22,5 @@ int hostfs_write_u64(const char *root, const char *path, uint64_t value);
  * "Node N Key: value kB" form; a value without unit is returned as is).
  * -ENODATA when the key is absent, -EINVAL when its value is malformed. */
 int hostfs_read_meminfo(const char *root, const char *path, const char *key, uint64_t *ret_kib);
+/* The same on text already read: 0, -ENODATA (no such key), -EINVAL. */
+int hostfs_meminfo_get(const char *buf, const char *key, uint64_t *ret_kib);

@@ -42,6 +42,11 @@ struct topo_node {
         unsigned os;                    /* NUMA node number, as in sysfs */
         uint64_t memory_kib;            /* local memory, 0 when unknown */
         bool memory_known;
+        uint64_t avail_kib;             /* memory free or reclaimable now (MemFree +
+                                         * FilePages - Shmem + SReclaimable of the
+                                         * node's meminfo), plus what placed domains
+                                         * hold (the daemon adds that back) */
+        bool avail_known;               /* read from sysfs: a limit for placement */
         int first_group, ngroup;        /* groups are contiguous in host->groups; a
                                          * CPU-less node has ngroup 0 and first_group
                                          * where its groups would start */

@@ -772,6 +772,17 @@ static void test_numa_maps(const struct topo *t) {
         is_int((int)hugepages_parse_numa_maps("", t, held), 0, "numa_maps: empty text");
         is_int((int)hugepages_parse_numa_maps(NULL, t, held), 0, "numa_maps: NULL text");
         free(held);
+        {
+                uint64_t *base = xcalloc((size_t)t->nnode, sizeof *base);
+
+                hugepages_parse_numa_maps_base(numa_maps, t, base);
+                ok(base[0] == 40 && base[1] == 2048,
+                   "numa_maps: base pages 40 KiB on node 0, 2 MiB on node 1 (hugepages not counted), got %llu/%llu",
+                   (unsigned long long)base[0], (unsigned long long)base[1]);
+                hugepages_parse_numa_maps_base(NULL, t, base);
+                ok(base[0] == 40, "numa_maps: NULL text adds nothing");
+                free(base);
+        }
 }
 
 static void test_refresh_topo(void) {
@@ -800,6 +811,13 @@ static void test_refresh_topo(void) {
         ok(streq(hugepages_daemon_root(root, xml), root), "daemon root: --sysfs-root wins");
 
         is_int(hugepages_refresh_topo(t, a, root, 0), 0, "refresh, nothing committed");
+        ok(t->nodes[1].avail_known && t->nodes[1].avail_kib == 16777216,
+           "node 1: available memory read from its meminfo (MemFree)");
+        a->mem_kib[1] = 1048576;
+        hugepages_refresh_topo(t, a, root, 0);
+        is_int((int)(t->nodes[1].avail_kib / 1024), 16384 + 1024,
+               "memory committed to placed domains is added back (the engine subtracts it)");
+        a->mem_kib[1] = 0;
         ok(t->nodes[1].hp[TOPO_PAGE_2M].total == 512 && t->nodes[1].hp[TOPO_PAGE_2M].free == 500,
            "node 1 2M: 512 pages, 500 free as sysfs says");
         a->hp_pages[1][TOPO_PAGE_2M] = 10;
@@ -821,6 +839,7 @@ static void test_refresh_topo(void) {
         is_int(hugepages_refresh_topo(t, a, root, 4242), 0, "refresh for the domain of pid 4242");
         is_int((int)t->nodes[1].hp[TOPO_PAGE_2M].free, 506, "its own 6 pages on node 1 count as free for it");
         is_int((int)t->nodes[1].hp[TOPO_PAGE_1G].free, 3, "its own 1G page on node 1 too");
+        is_int((int)t->nodes[1].avail_kib, 16777216 + 2048, "and its own 2 MiB of base pages on node 1");
         is_int(hugepages_refresh_topo(t, a, root, 4343), 0, "a pid without numa_maps: nothing added");
         is_int((int)t->nodes[1].hp[TOPO_PAGE_2M].free, 500, "back to sysfs' 500");
 

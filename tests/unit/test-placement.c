@@ -366,6 +366,34 @@ static void test_hugepages(void) {
         host_close(&h);
 }
 
+/* What the host itself uses (the node's available memory from sysfs) bounds
+ * base-page placement too, not only MemTotal minus what domains committed. */
+static void test_available_memory(void) {
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+
+        if (host_open(&h, H2, true) < 0)
+                return (void)ok(0, "load H2");
+        h.t->nodes[0].avail_known = true;
+        h.t->nodes[0].avail_kib = 2 * GIB;
+        r = req_new(2, "numa=strict");
+        r.memory_kib = 4 * GIB;
+        is_int(host_place(&h, &r, why), 0, "4 GiB numa=strict (%s)", why);
+        is_int(last(&h)->nodes[0], 1, "on node 1: node 0 has 64 GiB but only 2 GiB available");
+        r.memory_kib = 1 * GIB;
+        is_int(host_place(&h, &r, why), 0, "1 GiB (%s)", why);
+        is_int(last(&h)->nodes[0], 0, "fits node 0's available memory");
+        r = req_new(1, "numa=strict");
+        r.memory_kib = 2 * GIB;
+        h.t->nodes[1].avail_known = true;
+        h.t->nodes[1].avail_kib = 5 * GIB;
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), 0, "2 GiB more: split (%s)", why);
+        ok(h.plans[15].split, "node 0 has 1 GiB left of its available memory, node 1 1 GiB: split");
+        plan_done(&h.plans[15]);
+        host_close(&h);
+}
+
 /* Between nodes that fit equally well (same free units), L3 fit decides: the
  * node where the vCPUs fit in one L3 group wins over a lower-numbered node
  * whose free PUs are split over two groups. */
@@ -650,6 +678,7 @@ int main(void) {
         test_hugepages();
         test_hugepages_any_policy();
         test_l3_fit_node();
+        test_available_memory();
         test_split_and_pool();
         test_distance_split();
         test_fewest_nodes();

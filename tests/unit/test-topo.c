@@ -511,6 +511,8 @@ static void test_sysfs_2node(void) {
            "2node: fixture cpulists match the synthetic topology");
         is_int(t->nodes[0].memory_kib, 8126464, "2node: node0 MemTotal from sysfs, not hwloc");
         is_int(t->nodes[1].memory_kib, 8257536, "2node: node1 MemTotal from sysfs");
+        ok(t->nodes[1].avail_known, "2node: node1 available memory known");
+        is_int(t->nodes[1].avail_kib, 4128768, "2node: node1 available = MemFree (no page cache keys)");
         ok(pool_is(t, 0, TOPO_PAGE_2M, 512, 500), "2node: node0 2M pool 512/500");
         ok(pool_is(t, 0, TOPO_PAGE_1G, 2, 2), "2node: node0 1G pool 2/2");
         ok(pool_is(t, 1, TOPO_PAGE_2M, 0, 0), "2node: node1 2M pool empty");
