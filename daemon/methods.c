@@ -74,7 +74,7 @@ static struct json_object *methods_memory_json(const struct domain *dm) {
         struct json_object *o = json_object_new_object();
 
         jadd(o, "kib", json_object_new_int64((int64_t)dm->memory_kib));
-        jadd(o, "page_kib", json_object_new_int64((int64_t)dm->page_kib));
+        jadd(o, "page_kib", json_object_new_int64((int64_t)(dm->page_kib ? dm->page_kib : base_page_kib())));
         return o;
 }
 
@@ -291,7 +291,7 @@ static int methods_plan_policy(struct daemon *d, struct json_object *params, str
                         return -EINVAL;
                 }
         }
-        over.source = POLICY_SOURCE_METADATA;
+        over.source = POLICY_SOURCE_REQUEST;
         if (over.set)
                 policy_merge(ret, &over);
         return 0;

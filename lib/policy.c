@@ -13,7 +13,7 @@ static const char *const iothreads_names[] = { "shared", "dedicated", "emulator"
 static const char *const numa_names[] = { "strict", "preferred", "none" };
 static const char *const page_names[] = { "none", "2M", "1G" };
 static const char *const placement_names[] = { "best-effort", "strict" };
-static const char *const source_names[] = { "defaults", "config", "metadata" };
+static const char *const source_names[] = { "defaults", "config", "metadata", "request" };
 
 static int lookup(const char *const *names, int n, const char *s) {
         for (int i = 0; s && i < n; i++)

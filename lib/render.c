@@ -121,7 +121,7 @@ static struct json_object *memory_json(const struct plan *p) {
         struct json_object *o = json_object_new_object();
 
         json_object_object_add(o, "kib", json_object_new_int64((int64_t) p->memory_kib));
-        json_object_object_add(o, "page_kib", json_object_new_int64((int64_t) policy_page_kib(p->page)));
+        json_object_object_add(o, "page_kib", json_object_new_int64((int64_t) (policy_page_kib(p->page) ?: base_page_kib())));
         return o;
 }
 

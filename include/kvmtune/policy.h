@@ -11,7 +11,9 @@ enum policy_page { POLICY_PAGE_NONE, POLICY_PAGE_2M, POLICY_PAGE_1G, _POLICY_PAG
  * strict: the libvirt hook refuses to start it instead. */
 enum policy_placement { POLICY_PLACEMENT_BEST_EFFORT, POLICY_PLACEMENT_STRICT, _POLICY_PLACEMENT_MAX };
 
-enum policy_source { POLICY_SOURCE_DEFAULTS, POLICY_SOURCE_CONFIG, POLICY_SOURCE_METADATA, _POLICY_SOURCE_MAX };
+/* request: options of a what-if plan (kvmtunectl plan --cpu ...) */
+enum policy_source { POLICY_SOURCE_DEFAULTS, POLICY_SOURCE_CONFIG, POLICY_SOURCE_METADATA, POLICY_SOURCE_REQUEST,
+                     _POLICY_SOURCE_MAX };
 
 /* Bit per key: which keys a layer (metadata, config section) sets explicitly. */
 enum {

@@ -26,6 +26,8 @@ static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
 #define _cleanup_close_ _cleanup_(closep)
 
 static inline int streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
+/* The base page size in KiB (4 on x86), what "page_kib" says of base pages. */
+static inline unsigned long base_page_kib(void) { return (unsigned long)sysconf(_SC_PAGESIZE) / 1024; }
 
 /* Writes a message into err (errlen bytes; err may be NULL) and returns r: for
  * "return error_set(err, errlen, -EINVAL, "line %d: ...", n);". */

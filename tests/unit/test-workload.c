@@ -223,7 +223,7 @@ static void test_skylake_dedicated(struct json_object *results) {
         is_str(ints(get(get(db1, "numa"), "nodes")), "0", "skylake db1: node 0");
         is_str(str(get(db1, "numa"), "mode"), "strict", "skylake db1: numa strict");
         is_int(json_object_get_int64(get(get(db1, "memory"), "kib")), 8388608, "skylake db1: memory kib");
-        is_int(json_object_get_int64(get(get(db1, "memory"), "page_kib")), 0, "skylake db1: base pages");
+        is_int(json_object_get_int64(get(get(db1, "memory"), "page_kib")), 4, "skylake db1: base pages (4 KiB)");
         /* threads=prefer packs siblings: core 7 is the first free one. */
         is_str(vcpu_map(db2), "7;55;8;56;9;57;10;58", "skylake db2: sibling pairs from core 7");
         is_str(ints(get(get(db2, "emulator"), "cpus")), "7,8,9,10,55,56,57,58", "skylake db2: emulator=vcpus");
