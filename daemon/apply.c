@@ -351,11 +351,16 @@ int apply_persist(struct daemon *d, virDomainPtr dom, const struct domain *dm, c
 
         if (virDomainIsPersistent(dom) != 1)
                 return 0;
-        r = apply_config_pins(dom, p, apply_maxcpus(d), reason);
+        /* Several calls, not one atomic change: the record goes first, so a
+         * start that catches the definition half written sees our record with
+         * pins that do not match it yet and is placed anew, never vCPU pins of
+         * ours without the record that says so (which would look hand-made). */
+        r = record_store(d, dom, dm, VIR_DOMAIN_AFFECT_CONFIG) < 0 ?
+                apply_fail(reason, "placement record: %s", apply_libvirt_error()) : 0;
+        if (r >= 0)
+                r = apply_config_pins(dom, p, apply_maxcpus(d), reason);
         if (r >= 0 && apply_config_numa(dom, p) < 0)
                 r = apply_fail(reason, "numatune: %s", apply_libvirt_error());
-        if (r >= 0 && record_store(d, dom, dm, VIR_DOMAIN_AFFECT_CONFIG) < 0)
-                r = apply_fail(reason, "placement record: %s", apply_libvirt_error());
         if (r < 0)
                 log_full(LOG_WARNING, dm->name, dm->uuid, 0,
                          "cannot write its placement into the persistent definition (%s); "

@@ -139,6 +139,10 @@ int domains_confirm(struct daemon *d, virDomainPtr dom);
 /* A policy metadata event: re-places the domain only when its effective policy
  * changed (a --config-only edit or the same policy moves nothing). */
 int domains_policy_event(struct daemon *d, virDomainPtr dom);
+/* An inactive persistent domain was defined or its policy changed: writes a
+ * dedicated placement into its definition (persist_placement), so libvirt
+ * pins even its first start; holds nothing. */
+int domains_preplace(struct daemon *d, virDomainPtr dom);
 /* Re-applies the shared pool to every shared/unplaced domain. */
 void domains_follow_pool(struct daemon *d);
 /* Recomputes and re-applies one domain (NULL name: every domain). */

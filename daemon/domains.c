@@ -710,6 +710,73 @@ int domains_confirm(struct daemon *d, virDomainPtr dom) {
         return r;
 }
 
+/* ---- inactive domains: the first start pinned by libvirt too ------------------ */
+
+/* A dedicated domain that is defined (or gets a dedicated policy) while it
+ * does not run gets a placement written into its definition, computed against
+ * what runs now and held by nobody: libvirt then pins even its first start
+ * before the vCPUs run, and the start keeps those PUs when they are still
+ * free (domain_decide adopts the record), else places it anew. A definition
+ * already carrying our record for the same policy, or pinned by hand, is left
+ * as it is; one whose policy is no longer dedicated loses our pins. */
+int domains_preplace(struct daemon *d, virDomainPtr dom) {
+        _cleanup_(domxml_freep) struct domxml *x = NULL;
+        _cleanup_free_ char *xml = NULL;
+        char uuid[VIR_UUID_STRING_BUFLEN] = "", reason[PLACEMENT_REASON_MAX] = "";
+        const char *name = virDomainGetName(dom);
+        struct domain tmp = { .id = ++d->next_id, .name = (char *)(name ? name : "?") };
+        struct alloc *real = d->alloc, *dry;
+        struct request req;
+        hwloc_bitmap_t hand;
+        int r;
+
+        if (!d->conf->persist_placement || virDomainIsActive(dom) != 0 || virDomainIsPersistent(dom) != 1 ||
+            virDomainGetUUIDString(dom, uuid) < 0)
+                return 0;
+        snprintf(tmp.uuid, sizeof tmp.uuid, "%s", uuid);
+        xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE);
+        if (!xml || domxml_parse(xml, strlen(xml), &x, NULL, 0) < 0)
+                return -EIO;
+        domain_facts(&tmp, x, 0);
+        domain_policy(d, &tmp, x);
+        if (tmp.policy.cpu != POLICY_CPU_DEDICATED) {
+                r = x->placement && domain_started_on_record(d, x) ? apply_unpersist(d, dom, &tmp) : 0;
+                free(tmp.iothread_ids);
+                return r;
+        }
+        hand = domain_hand_pins(d, x);
+        if (hand || (x->placement && record_policy_matches(x->placement, &tmp.policy) &&
+                     domain_started_on_record(d, x))) {
+                if (hand)
+                        hwloc_bitmap_free(hand);
+                free(tmp.iothread_ids);
+                return 0;
+        }
+        domain_request(d, &tmp, x, &req);
+        r = placement_place(d->topo, d->alloc, &req, &tmp.plan, reason);
+        if (r < 0) {
+                dlog(&tmp, LOG_INFO, "not running; no room to pre-place it now (%s): its start is placed by the hook",
+                     reason);
+                free(tmp.iothread_ids);
+                return 0;
+        }
+        tmp.placed = true;
+        tmp.state = DOMAIN_TUNED;
+        dry = alloc_dup(real);
+        alloc_commit(dry, d->topo, &tmp.plan, tmp.id);
+        d->alloc = dry;
+        domain_resolve(d, &tmp, &tmp.pins);
+        d->alloc = real;
+        alloc_free(dry);
+        r = pinset_usable(&tmp.pins) ? apply_persist(d, dom, &tmp, &tmp.pins) : -ENOSPC;
+        if (r == 0)
+                dlog(&tmp, LOG_INFO, "not running: its definition now pins its next start (PUs free now, not held)");
+        pinset_done(&tmp.pins);
+        plan_done(&tmp.plan);
+        free(tmp.iothread_ids);
+        return r;
+}
+
 /* ---- events from outside ------------------------------------------------------ */
 
 void domains_retry_unplaced(struct daemon *d) {

@@ -85,6 +85,10 @@ static int watch_on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, i
                 if (virDomainIsActive(dom) != 1)
                         watch_on_gone(d, dom, false);
                 break;
+        case VIR_DOMAIN_EVENT_DEFINED:           /* a new or changed definition, not running */
+                if (virDomainIsActive(dom) == 0)
+                        domains_preplace(d, dom);
+                break;
         case VIR_DOMAIN_EVENT_UNDEFINED:         /* a running domain stays, now transient */
                 if (virDomainIsActive(dom) != 1)
                         watch_on_gone(d, dom, true);
@@ -102,6 +106,10 @@ static void watch_on_metadata(virConnectPtr conn, virDomainPtr dom, int type,
 
         if (type != VIR_DOMAIN_METADATA_ELEMENT || !nsuri || !streq(nsuri, DOMXML_POLICY_NS))
                 return;
+        if (virDomainIsActive(dom) == 0) {
+                domains_preplace(d, dom);
+                return;
+        }
         if (virDomainIsActive(dom) != 1)
                 return;
         domains_policy_event(d, dom);

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 static int tap_n, tap_failed;
 
@@ -26,6 +27,29 @@ static inline __attribute__((format(printf, 2, 3))) int tap_ok(int cond, const c
 #define is_str(a, b, ...) do { const char *_a = (a), *_b = (b); \
         if (!ok(_a && _b && strcmp(_a, _b) == 0, __VA_ARGS__)) \
                 printf("#   got '%s', expected '%s'\n", _a ? _a : "(null)", _b ? _b : "(null)"); } while (0)
+
+/* One "ok N - WHAT # SKIP WHY" line standing for a block of checks that cannot run here. */
+static inline __attribute__((format(printf, 2, 3))) void tap_skip(const char *why, const char *fmt, ...) {
+        va_list ap;
+        printf("ok %d - ", ++tap_n);
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        printf(" # SKIP %s\n", why);
+        fflush(stdout);
+}
+
+/* The hwloc exports live outside the repository, in $TOPOLOGIES: NULL when the
+ * directory DIR is there, else the reason the checks that load them skip. */
+static inline const char *tap_no_topologies(const char *dir) {
+        static char why[4096];
+        struct stat st;
+
+        if (dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+                return NULL;
+        snprintf(why, sizeof why, "no topologies at %s", dir ? dir : "(TOPOLOGIES unset)");
+        return why;
+}
 
 static inline void tap_skip_all(const char *why) {
         printf("1..0 # SKIP %s\n", why);

@@ -129,9 +129,24 @@ restore_kvm_perms() {
 # A kvmtuned already running on the host (a system service, the demo) would
 # manage the test's domains too: stop it for the run, start it again at exit.
 T_SYSTEM_DAEMON=""
+# The kvmtuned serving the system socket (a service or the demo): not the
+# daemons other tests start on sockets of their own (unit tests may run
+# meanwhile on a developer's machine).
+system_daemon_pid() {
+        local pid cmd
+        for pid in $(pgrep -x kvmtuned); do
+                cmd=" $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)"
+                case "$cmd" in
+                *" --socket /run/kvmtuned/"*) ;;
+                *" --socket "*|*" --socket="*) continue ;;
+                esac
+                echo "$pid"
+                return 0
+        done
+}
 stop_system_daemon() {
         local pid
-        pid=$(pgrep -x kvmtuned | head -1)
+        pid=$(system_daemon_pid)
         [ -n "$pid" ] || return 0
         if [ -d /run/systemd/system ] && systemctl -q is-active kvmtuned 2>/dev/null; then
                 T_SYSTEM_DAEMON=systemd

@@ -110,6 +110,26 @@ ok "$(cpus_contain "$(domain_threads $B | awk '$1 == "vcpu" {print $3}')" "$held
         "$B follows the shared pool onto the released PU $held"
 check_affinity $B
 
+# ---- defined while kvmtuned runs: even the first start is pinned by libvirt ----------
+F=kvmtuned-test-hook-pre
+define_domain $F 1 0 'cpu="dedicated" emulator="share" iothreads="shared" numa="none"'
+wait_for 10 sh -c "$VIRSH dumpxml --inactive $F | grep -q \"<vcpupin vcpu='0'\""
+ok $? "$F, defined while kvmtuned runs, has a placement in its definition before it ever ran"
+f_pu=$($VIRSH dumpxml --inactive $F | sed -n "s/.*<vcpupin vcpu='0' cpuset='\([^']*\)'.*/\1/p")
+stop_daemon
+rm -f "$PROBE_DIR"/*
+start_domain $F
+ok $? "$F starts while kvmtuned is down"
+is "$(probed_threads $F | awk '$1 == "vcpu" {print $3}')" "${f_pu:-?}" \
+        "$F: its first start is on PU ${f_pu:-?} at started, kvmtuned down: libvirt pinned it before its vCPUs ran"
+start_daemon
+wait_state $F tuned
+is "$(show $F '.vcpus[0].cpus[0]')" "${f_pu:-?}" "$F keeps that PU once kvmtuned is back"
+check_affinity $F
+$VIRSH destroy $F >/dev/null
+wait_for 20 sh -c "! '$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$F' >/dev/null 2>&1"
+$VIRSH undefine $F >/dev/null
+
 # ---- the placement is in the persistent definition too -----------------------------
 # libvirt applies a definition's pins while QEMU creates its threads, before it
 # resumes the vCPUs: from the second start on, nothing runs outside its PUs.
@@ -211,6 +231,9 @@ ok $? "$E's placement record left its persistent definition"
 # ---- undefining a running domain keeps its PUs held ---------------------------------
 $VIRSH destroy $E >/dev/null
 $VIRSH metadata $E --uri urn:kvmtuned:tuning:1 --key kvmtune --set '<policy cpu="dedicated"/>' --config >/dev/null
+# the daemon writes a placement into the stopped domain's definition: let it finish
+wait_for 10 sh -c "$VIRSH metadata $E --uri urn:kvmtuned:placement:1 --config 2>/dev/null | grep -q '<placement' &&
+        $VIRSH dumpxml --inactive $E | grep -q \"<vcpupin vcpu='0' cpuset='[0-9]*'/>\""
 start_domain $E
 wait_state $E tuned
 e_pu=$(show $E '.vcpus[0].cpus[0]')

@@ -1,6 +1,6 @@
 /* daemon/metrics.c: histograms, observation points and the Prometheus text
  * exposition rendered from plain inputs. The real daemon's output is checked
- * by tests/unit/test-metrics.sh. */
+ * by tests/unit/test-metrics-cli.sh. */
 #include "config.h"
 
 #include <math.h>

@@ -19,6 +19,7 @@
 #define GIB_KIB (1024ULL * 1024)
 
 static const char *topologies, *fixtures;
+static const char *no_topologies;   /* why the checks on the exports skip, NULL when they run */
 
 /* The README table of $TOPOLOGIES: NUMA as hwloc counts it, L3 domains,
  * online cores and PUs, max PUs per core, PCI devices with I/O kept. */
@@ -53,11 +54,18 @@ static void bitmap_freep(hwloc_bitmap_t *b) {
         hwloc_bitmap_free(*b);
 }
 
+/* NULL, after one skip line for the checks on it, without the exports. */
 static struct topo *load_file(const char *name) {
-        _cleanup_free_ char *path = xasprintf("%s/%s", topologies, name);
+        _cleanup_free_ char *path = NULL;
         struct topo *t = NULL;
-        int r = topo_load(TOPO_SOURCE_XML, path, NULL, &t);
+        int r;
 
+        if (no_topologies) {
+                tap_skip(no_topologies, "%s: loads, and the checks on it", name);
+                return NULL;
+        }
+        path = xasprintf("%s/%s", topologies, name);
+        r = topo_load(TOPO_SOURCE_XML, path, NULL, &t);
         if (!ok(r == 0, "%s loads", name))
                 printf("#   error %d\n", r);
         return t;
@@ -253,8 +261,13 @@ static int xml_filter(const struct dirent *d) {
 
 static void test_all_files(void) {
         struct dirent **list;
-        int n = scandir(topologies, &list, xml_filter, alphasort);
+        int n;
 
+        if (no_topologies) {
+                tap_skip(no_topologies, "the %zu exports: load, invariants, README counts", ELEMENTSOF(expects));
+                return;
+        }
+        n = scandir(topologies, &list, xml_filter, alphasort);
         if (!ok(n >= (int)ELEMENTSOF(expects), "%s has the %zu topologies", topologies,
                 ELEMENTSOF(expects)))
                 return;
@@ -640,6 +653,7 @@ int main(void) {
         fixtures = getenv("FIXTURES");
         if (!topologies || !fixtures)
                 tap_skip_all("TOPOLOGIES and FIXTURES not set (run through make check)");
+        no_topologies = tap_no_topologies(topologies);
         test_all_files();
         test_power9();
         test_haswell_offline();
