@@ -216,6 +216,10 @@ is "$(domain_state $E)" tuned "$E is tuned (PU ${e_pu:-?})"
 $VIRSH destroy $E >/dev/null
 wait_for 20 sh -c "! '$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$E' >/dev/null 2>&1"
 $VIRSH metadata $E --uri urn:kvmtuned:tuning:1 --key kvmtune --set '<policy cpu="none"/>' --config >/dev/null
+# The daemon takes its pins out of the stopped domain's definition (several
+# libvirt calls, not atomic): a start in the middle would keep half of them.
+wait_for 10 sh -c "! $VIRSH metadata $E --uri urn:kvmtuned:placement:1 --config 2>/dev/null | grep -q '<placement'"
+ok $? "$E set to cpu=none while stopped: kvmtuned took its placement out of the definition"
 start_domain $E
 wait_state $E ignored
 is "$(domain_state $E)" ignored "$E started with cpu=none is left alone"
