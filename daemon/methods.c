@@ -13,6 +13,7 @@
 #include "daemon.h"
 #include "hook.h"
 #include "hugepages.h"
+#include "qemuproc.h"
 #include "kvmtune/advise.h"
 #include "kvmtune/domxml.h"
 #include "kvmtune/log.h"
@@ -78,8 +79,47 @@ static struct json_object *methods_memory_json(const struct domain *dm) {
         return o;
 }
 
-static struct json_object *methods_domain_json(const struct domain *dm) {
+/* A domain left alone (cpu=none, pinned by hand) has no pins of ours: show
+ * what its threads really have, from /proc (vCPUs, iothreads, main thread). */
+static void methods_observed_pins(const struct daemon *d, const struct domain *dm, struct pinset *ret) {
+        _cleanup_(qemuproc_freep) struct qemuproc *q = NULL;
+
+        *ret = (struct pinset){ .numa = POLICY_NUMA_NONE };
+        if (dm->pid <= 0 || dm->vcpus <= 0 || qemuproc_scan(d->sysfs_root, dm->pid, &q) < 0)
+                return;
+        ret->nvcpu = dm->vcpus;
+        ret->vcpu = xcalloc(dm->vcpus + 1, sizeof *ret->vcpu);
+        ret->niothread = dm->niothread;
+        ret->iothread = xcalloc(dm->niothread + 1, sizeof *ret->iothread);
+        ret->iothread_id = xcalloc(dm->niothread + 1, sizeof *ret->iothread_id);
+        for (int i = 0; i < dm->niothread; i++)
+                ret->iothread_id[i] = dm->iothread_ids[i];
+        for (int i = 0; i < q->nthread; i++) {
+                const struct qemuproc_thread *t = &q->threads[i];
+                hwloc_bitmap_t *slot = NULL;
+
+                if (t->kind == QEMUPROC_VCPU && t->id >= 0 && t->id < dm->vcpus)
+                        slot = &ret->vcpu[t->id];
+                else if (t->kind == QEMUPROC_EMULATOR && t->tid == dm->pid)
+                        slot = &ret->emulator;
+                for (int k = 0; t->kind == QEMUPROC_IOTHREAD && k < dm->niothread; k++)
+                        if (dm->iothread_ids[k] == t->id)
+                                slot = &ret->iothread[k];
+                if (slot && !*slot && qemuproc_read_affinity(d->sysfs_root, dm->pid, t->tid, slot) < 0)
+                        *slot = NULL;
+        }
+        for (int i = 0; i < ret->nvcpu; i++)            /* a vanished thread: an empty list */
+                if (!ret->vcpu[i])
+                        ret->vcpu[i] = hwloc_bitmap_alloc();
+        for (int i = 0; i < ret->niothread; i++)
+                if (!ret->iothread[i])
+                        ret->iothread[i] = hwloc_bitmap_alloc();
+}
+
+static struct json_object *methods_domain_json(const struct daemon *d, const struct domain *dm) {
         struct json_object *o = json_object_new_object();
+        struct pinset observed = {};
+        const struct pinset *pins = &dm->pins;
 
         jadd(o, "name", jstr(dm->name));
         jadd(o, "uuid", jstr(dm->uuid));
@@ -89,11 +129,16 @@ static struct json_object *methods_domain_json(const struct domain *dm) {
         jadd(o, "id", json_object_new_int(dm->libvirt_id));
         jadd(o, "pid", json_object_new_int(dm->pid));
         jadd(o, "policy", render_policy_json(&dm->policy));
-        jadd(o, "vcpus", methods_vcpus_json(&dm->pins));
-        jadd(o, "emulator", methods_emulator_json(&dm->pins));
-        jadd(o, "iothreads", methods_iothreads_json(&dm->pins));
-        jadd(o, "numa", methods_numa_json(&dm->pins));
+        if (dm->pins.nvcpu == 0 && dm->state == DOMAIN_IGNORED) {
+                methods_observed_pins(d, dm, &observed);
+                pins = &observed;
+        }
+        jadd(o, "vcpus", methods_vcpus_json(pins));
+        jadd(o, "emulator", methods_emulator_json(pins));
+        jadd(o, "iothreads", methods_iothreads_json(pins));
+        jadd(o, "numa", methods_numa_json(pins));
         jadd(o, "memory", methods_memory_json(dm));
+        pinset_done(&observed);
         return o;
 }
 
@@ -163,7 +208,7 @@ static int methods_list(void *userdata, struct json_object *params,
         struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
 
         for (int i = 0; i < d->ndomain; i++)
-                json_object_array_add(arr, methods_domain_json(d->domains[i]));
+                json_object_array_add(arr, methods_domain_json(d, d->domains[i]));
         jadd(o, "domains", arr);
         *ret_result = o;
         return 0;
@@ -192,7 +237,7 @@ static int methods_show(void *userdata, struct json_object *params,
                 *ret_error = xasprintf("no running domain '%s' known to kvmtuned", name);
                 return -ENOENT;
         }
-        *ret_result = methods_domain_json(dm);
+        *ret_result = methods_domain_json(d, dm);
         return 0;
 }
 

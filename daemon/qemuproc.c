@@ -98,7 +98,6 @@ struct qemuproc *qemuproc_free(struct qemuproc *q) {
         return NULL;
 }
 
-static inline void qemuproc_freep(struct qemuproc **q) { qemuproc_free(*q); }
 
 hwloc_const_bitmap_t qemuproc_thread_cpus(const struct qemuproc_thread *t, const struct pinset *p) {
         if (t->kind == QEMUPROC_VCPU && t->id < p->nvcpu && p->vcpu[t->id])

@@ -45,6 +45,7 @@ enum qemuproc_kind qemuproc_classify(const char *comm, int *ret_id);
  * owned by the caller (qemuproc_free). */
 int qemuproc_scan(const char *root, pid_t pid, struct qemuproc **ret);
 struct qemuproc *qemuproc_free(struct qemuproc *q);
+static inline void qemuproc_freep(struct qemuproc **q) { qemuproc_free(*q); }
 
 /* The cpuset of one thread of p: vCPU N -> p->vcpu[N], iothread id ->
  * its set, everything else (and unknown ids) -> p->emulator. Borrowed. */

@@ -47,6 +47,7 @@ wait_state $E ignored
 is "$(domain_state $E)" ignored "$E pinned by hand is ignored"
 is "$(show $E .reason)" "pinned by hand" "$E: reason says pinned by hand"
 is "$(domain_threads $E | awk '$1 == "vcpu" {print $3}')" 1 "$E keeps its hand pin"
+is "$(show $E '.vcpus[0].cpus | map(tostring) | join(",")')" 1 "kvmtunectl show reports $E's hand pin as the kernel has it"
 is "$(ctl --json status | jq -c .pools.dedicated)" "[1]" "the hand-pinned PU counts as taken"
 is "$(domain_threads $B | awk '{print $3}' | sort -u)" 0 "$B (shared) stays off the hand-pinned PU"
 $VIRSH destroy $E >/dev/null
