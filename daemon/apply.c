@@ -312,7 +312,10 @@ static int apply_config_numa(virDomainPtr dom, const struct pinset *p) {
         _cleanup_free_ char *mems = NULL;
         virTypedParameter par[2] = {};
 
-        if (!p->mems || p->numa == POLICY_NUMA_NONE)
+        /* preferred over several nodes needs libvirt >= 9.3 with preferred-many
+         * support, or the next start fails: such a domain gets no <numatune>. */
+        if (!p->mems || p->numa == POLICY_NUMA_NONE ||
+            (p->numa == POLICY_NUMA_PREFERRED && hwloc_bitmap_weight(p->mems) != 1))
                 return 0;
         hwloc_bitmap_list_asprintf(&mems, p->mems);
         snprintf(par[0].field, sizeof par[0].field, "%s", VIR_DOMAIN_NUMA_MODE);

@@ -184,8 +184,10 @@ static int domain_acquire(virDomainPtr dom, struct domain *dm, struct domxml **r
 static void domain_policy(struct daemon *d, struct domain *dm, const struct domxml *x) {
         conf_policy_for(d->conf, dm->name, x->has_policy ? &x->policy : NULL, &dm->policy);
         /* The page size QEMU really uses wins over any policy key: it is a fact. */
-        if (dm->page_kib)
-                dm->policy.page = dm->page_kib >= 1048576 ? POLICY_PAGE_1G : POLICY_PAGE_2M;
+        if (dm->page_kib == 1048576 || dm->page_kib == 2048)
+                dm->policy.page = dm->page_kib == 1048576 ? POLICY_PAGE_1G : POLICY_PAGE_2M;
+        else if (dm->page_kib)          /* base pages named as a size, or a size we do not count */
+                dm->policy.page = POLICY_PAGE_NONE;
 }
 
 static hwloc_bitmap_t domain_live_vcpu_pins(const struct topo *t, const struct domxml *x,
@@ -288,6 +290,14 @@ static void domain_request(struct daemon *d, const struct domain *dm, const stru
 static void domain_refresh_pools(struct daemon *d, const struct domain *dm) {
         const char *root = hugepages_daemon_root(d->sysfs_root, d->topology_path);
         int r = hugepages_refresh_topo(d->topo, d->alloc, root, dm->pid);
+        _cleanup_free_ pid_t *placed = xcalloc(d->ndomain + 1, sizeof *placed);
+        int n = 0;
+
+        for (int i = 0; i < d->ndomain; i++)
+                if (d->domains[i] != dm && d->domains[i]->placed && d->domains[i]->pid > 0)
+                        placed[n++] = d->domains[i]->pid;
+        if (r >= 0 && root)
+                hugepages_add_back_base(d->topo, root, placed, n);
 
         if (r < 0)
                 dlog(dm, LOG_WARNING, "cannot read the hugepage pools under %s: %s, placing on the last known counts",
@@ -403,13 +413,12 @@ static void domain_persist(struct daemon *d, virDomainPtr dom, struct domain *dm
                         free(rec);
                         return;
                 }
+                /* Even a failure may have left part of it (the record goes first):
+                 * persisted. Not retried until the placement changes. */
+                apply_persist(d, dom, dm, &dm->pins);
+                dm->persisted = true;
                 free(dm->persisted_record);
-                dm->persisted_record = NULL;
-                if (apply_persist(d, dom, dm, &dm->pins) == 0) {
-                        dm->persisted = true;
-                        dm->persisted_record = rec;
-                } else
-                        free(rec);
+                dm->persisted_record = rec;
         } else if (dm->persisted && apply_unpersist(d, dom, dm) == 0) {
                 dm->persisted = false;
                 free(dm->persisted_record);
@@ -506,7 +515,7 @@ static bool domain_decide_keep(struct daemon *d, struct domain *dm, const struct
         return true;
 }
 
-static int domain_adopt_record(struct daemon *d, struct domain *dm, const struct domxml *x);
+static int domain_adopt_record(struct daemon *d, struct domain *dm, const struct domxml *x, bool fresh);
 
 /* Decides what the domain gets; returns true when pins must be applied. A
  * domain that just started (fresh) with the record of an earlier run in its
@@ -515,7 +524,7 @@ static int domain_adopt_record(struct daemon *d, struct domain *dm, const struct
 static bool domain_decide(struct daemon *d, struct domain *dm, const struct domxml *x, bool fresh) {
         domain_policy(d, dm, x);
         dm->persisted = dm->persisted || x->placement;
-        if (fresh && domain_adopt_record(d, dm, x) > 0) {
+        if (fresh && domain_adopt_record(d, dm, x, true) > 0) {
                 dlog(dm, LOG_INFO, "started on the PUs recorded in its definition, keeping them");
                 return true;
         }
@@ -609,7 +618,7 @@ static bool domain_record_free(struct daemon *d, const struct plan *p) {
 
 /* A dedicated record that matches the live pins and the current policy is
  * committed as it is: the guest does not move. */
-static int domain_adopt_record(struct daemon *d, struct domain *dm, const struct domxml *x) {
+static int domain_adopt_record(struct daemon *d, struct domain *dm, const struct domxml *x, bool fresh) {
         struct pinset live, rec;
         struct plan p;
         bool dedicated, match;
@@ -620,7 +629,7 @@ static int domain_adopt_record(struct daemon *d, struct domain *dm, const struct
                 return 0;
         hwloc_bitmap_free(domain_live_vcpu_pins(d->topo, x, &live));
         match = dedicated && domain_pins_match(&live, &rec) && p.nvcpu == dm->vcpus &&
-                p.niothread == dm->niothread && p.memory_kib == dm->memory_kib &&
+                p.niothread == dm->niothread && (!fresh || p.memory_kib == dm->memory_kib) &&
                 domain_record_free(d, &p);
         pinset_done(&live);
         pinset_done(&rec);
@@ -651,7 +660,7 @@ int domains_resync_pass(struct daemon *d, virDomainPtr dom, int pass) {
         if (domain_acquire(dom, dm, &x) < 0)
                 return 0;
         domain_policy(d, dm, x);
-        if (domain_adopt_record(d, dm, x) > 0) {
+        if (domain_adopt_record(d, dm, x, false) > 0) {   /* a balloon may have moved <currentMemory> */
                 dm->seen = true;
                 dlog(dm, LOG_INFO, "kept its recorded placement");
                 return 1;
@@ -860,8 +869,13 @@ int domains_rebalance(struct daemon *d, const char *name) {
         _cleanup_free_ bool *alone = xcalloc(d->ndomain + 1, sizeof *alone);
         int ndomain = d->ndomain;
 
-        for (int i = 0; i < ndomain; i++)
+        for (int i = 0; i < ndomain; i++) {
                 alone[i] = d->domains[i]->state == DOMAIN_IGNORED;
+                /* everything is placed anew: free the PUs first, so hand pins
+                 * held again in pass 0 get theirs back */
+                if (!name && !alone[i])
+                        domain_release_hold(d, d->domains[i]);
+        }
         for (int pass = 0; pass < 2; pass++)
                 for (int i = 0; i < ndomain && i < d->ndomain; i++) {
                         struct domain *dm = d->domains[i];

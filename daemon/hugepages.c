@@ -299,11 +299,9 @@ int hugepages_refresh_topo(struct topo *t, const struct alloc *a, const char *ro
                 return r;
         held = xcalloc((size_t)t->nnode, sizeof *held);
         base = xcalloc((size_t)t->nnode, sizeof *base);
-        for (int n = 0; a && n < t->nnode && n < a->nnode; n++) {
+        for (int n = 0; a && n < t->nnode && n < a->nnode; n++)
                 for (int s = 0; s < TOPO_PAGE_SIZES; s++)
                         held[n][s] += a->hp_pages[n][s];
-                base[n] += a->mem_kib[n];
-        }
         if (self_pid > 0) {
                 _cleanup_free_ char *path = xasprintf("/proc/%d/numa_maps", (int)self_pid), *text = NULL;
 
@@ -313,10 +311,23 @@ int hugepages_refresh_topo(struct topo *t, const struct alloc *a, const char *ro
                 }
         }
         refresh_add_back(t, held);
-        /* Memory placed domains and the domain being placed already use is not
-         * free any more, but it is theirs: the engine subtracts what is committed. */
+        /* What the domain being placed already uses is its own, not taken. */
         for (int n = 0; n < t->nnode; n++)
                 if (t->nodes[n].avail_known)
                         t->nodes[n].avail_kib += base[n];
         return 0;
+}
+
+void hugepages_add_back_base(struct topo *t, const char *root, const pid_t *pids, int npid) {
+        _cleanup_free_ uint64_t *base = xcalloc((size_t)t->nnode + 1, sizeof *base);
+
+        for (int i = 0; i < npid; i++) {
+                _cleanup_free_ char *path = xasprintf("/proc/%d/numa_maps", (int)pids[i]), *text = NULL;
+
+                if (pids[i] > 0 && hostfs_read(root, path, &text) >= 0)
+                        hugepages_parse_numa_maps_base(text, t, base);
+        }
+        for (int n = 0; n < t->nnode; n++)
+                if (t->nodes[n].avail_known)
+                        t->nodes[n].avail_kib += base[n];
 }

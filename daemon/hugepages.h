@@ -80,3 +80,7 @@ void hugepages_parse_numa_maps_base(const char *text, const struct topo *t, uint
  * the pool's total. root NULL: hwloc's counts, nothing added. 0 or negative
  * errno from topo_refresh_memory. */
 int hugepages_refresh_topo(struct topo *t, const struct alloc *a, const char *root, pid_t self_pid);
+/* Base memory the given (placed) QEMUs really hold now, from their numa_maps,
+ * added to each node's avail_kib: the placement engine subtracts what they
+ * committed, so memory they have not touched yet stays reserved for them. */
+void hugepages_add_back_base(struct topo *t, const char *root, const pid_t *pids, int npid);

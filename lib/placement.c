@@ -1136,8 +1136,10 @@ static int place_shared_domain(struct ctx *c, struct plan *p, char reason[PLACEM
         if (home >= 0) {
                 struct nodeset s = { .n = 1, .nodes = { home } };
                 plan_memory(p, c, &s);
-                p->nnode = 1;
-                p->nodes[0] = home;
+                if (bind) {             /* unbound: the vCPUs keep the whole pool */
+                        p->nnode = 1;
+                        p->nodes[0] = home;
+                }
         } else if (c->need.m && bind) {
                 if (pages && shared_spread_pages(c, p, reason) < 0)
                         return -ENOSPC;

@@ -454,6 +454,15 @@ static void test_hugepages_any_policy(void) {
         r.memory_kib = 500 * GIB;
         is_int(host_place(&h, &r, why), 0, "base pages with numa=none still do not constrain");
         host_close(&h);
+
+        if (host_open_1g_pools(&h) < 0)
+                return (void)ok(0, "load H2");
+        r = req_new(1, "cpu=shared hugepages=1G numa=none");
+        r.memory_kib = 2 * GIB;
+        is_int(host_place(&h, &r, why), 0, "shared, numa=none, 2 GiB of 1G pages (%s)", why);
+        is_int(last(&h)->nnode, 0, "unbound: no node set, so its vCPUs keep the whole shared pool");
+        is_int(last(&h)->node_mem_kib[0] + last(&h)->node_mem_kib[1], 2 * GIB, "but its pages are counted");
+        host_close(&h);
 }
 
 static void test_split_and_pool(void) {
