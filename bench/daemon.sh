@@ -219,15 +219,6 @@ for name in sorted(want):
           ms(decide, final_at))
 EOS
 
-# stats FILE COLUMN: "median max" of a column ("-" skipped).
-stats() {
-        awk -v c="$2" '$c != "-" {print $c}' "$1" | sort -g | awk '
-                { v[NR] = $1 }
-                END { if (NR == 0) { print "- -"; exit }
-                      m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-                      printf "%.1f %.1f %d\n", m, v[NR], NR }'
-}
-
 # ---- run ---------------------------------------------------------------------
 
 others=$(pgrep -x kvmtuned | wc -l)

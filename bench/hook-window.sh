@@ -137,15 +137,6 @@ one_start() {
         stop_bench_domain
 }
 
-# stats FILE COLUMN: "median max" of a column (lines with "-" skipped).
-stats() {
-        awk -v c="$2" '$c != "-" {print $c}' "$1" | sort -g | awk '
-                { v[NR] = $1 }
-                END { if (NR == 0) { print "- -"; exit }
-                      m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-                      printf "%.1f %.1f\n", m, v[NR] }'
-}
-
 run_path() {    # run_path NAME OUTFILE
         local i
         : > "$2"
@@ -180,7 +171,8 @@ printf '%-44s %21s %21s %21s\n' "" "definition path" "hook path" "event path"
 printf '%-44s %10s %10s %10s %10s %10s %10s\n' "" median max median max median max
 row() {         # row LABEL COLUMN
         printf '%-44s %10s %10s %10s %10s %10s %10s\n' "$1" \
-                $(stats "$T_TMP/defn" "$2") $(stats "$T_TMP/hook" "$2") $(stats "$T_TMP/event" "$2")
+                $(stats "$T_TMP/defn" "$2" | cut -d' ' -f1,2) $(stats "$T_TMP/hook" "$2" | cut -d' ' -f1,2) \
+                $(stats "$T_TMP/event" "$2" | cut -d' ' -f1,2)
 }
 row "resume -> final vCPU affinity (ms)" 1
 row "started event -> final vCPU affinity (ms)" 2

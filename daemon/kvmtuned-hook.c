@@ -32,7 +32,7 @@ static const char *next_step = NEXT_STARTED;
 static void usage(void) {
         printf("Usage: kvmtuned NAME STAGE SUBSTAGE EXTRA   (run by libvirt, domain XML on stdin)\n"
                "libvirt qemu hook of kvmtuned: at 'started' asks kvmtuned to place and pin the\n"
-               "domain's QEMU threads before the guest runs; at 'release' frees its allocation.\n"
+               "domain's QEMU threads at once; at 'release' frees its allocation.\n"
                "Other stages exit 0 at once. Fails open: exits 0 unless kvmtuned refuses the domain.\n\n"
                "Environment:\n"
                "  %-26s control socket (default %s)\n"

@@ -1,6 +1,7 @@
 # TAP helpers for the shell unit tests (sourced): ok DESCRIPTION COMMAND...
-# passes when COMMAND succeeds; skip DESCRIPTION WHY stands for a block of
-# checks that cannot run here.
+# passes when COMMAND succeeds; ok_rc STATUS DESCRIPTION passes when STATUS
+# (say $?) is 0; skip DESCRIPTION WHY stands for a block of checks that
+# cannot run here.
 n=0
 failed=0
 ok() {
@@ -12,6 +13,9 @@ ok() {
                 echo "not ok $n - $desc"
                 failed=$((failed + 1))
         fi
+}
+ok_rc() {
+        ok "$2" test "$1" -eq 0
 }
 skip() {
         n=$((n + 1))

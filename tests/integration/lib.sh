@@ -423,6 +423,18 @@ EOF
         ok $bad "dedicated PUs are used by nothing else of any domain ($*)"
 }
 
+# ---- benchmarks ----------------------------------------------------------------
+
+# stats FILE COLUMN: "median max count" of a column, lines with "-" there skipped
+# ("- - 0" when none is left). For the benchmarks in bench/.
+stats() {
+        awk -v c="$2" '$c != "-" {print $c}' "$1" | sort -g | awk '
+                { v[NR] = $1 }
+                END { if (NR == 0) { print "- - 0"; exit }
+                      m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+                      printf "%.1f %.1f %d\n", m, v[NR], NR }'
+}
+
 # ---- cleanup -----------------------------------------------------------------
 
 t_cleanup() {

@@ -15,7 +15,7 @@
 #include "kvmtune/util.h"
 
 static const char status_json[] =
-        "{\"version\":\"0.1.0\",\"uptime_sec\":3725,"
+        "{\"version\":\"0.1.0\",\"uptime_sec\":3725,\"host\":\"2 nodes, 2 L3 groups, 12 PUs\","
         "\"libvirt\":{\"uri\":\"qemu:///system\",\"connected\":true},"
         "\"pools\":{\"reserved\":[0,1],\"shared\":[2,3,8,9,10,11],\"dedicated\":[4,5,6,7]},"
         "\"domains\":{\"tuned\":1,\"shared\":1,\"ignored\":0,\"unplaced\":0,\"failed\":0}}";
@@ -47,7 +47,8 @@ static const char topology_json[] =
 
 static const char hugepages_json[] =
         "{\"nodes\":[{\"node\":0,\"pages\":[{\"page_kib\":2048,\"total\":512,\"free\":100,\"reserved\":400},"
-        "{\"page_kib\":1048576,\"total\":8,\"free\":0,\"reserved\":8}]},"
+        "{\"page_kib\":1048576,\"total\":8,\"free\":0,\"reserved\":8,"
+        "\"domains\":[{\"name\":\"db1\",\"pages\":6},{\"name\":\"db2\",\"pages\":2}]}]},"
         "{\"node\":1,\"pages\":[{\"page_kib\":2048,\"total\":0,\"free\":0,\"reserved\":0}]}]}";
 
 static const char metrics_json[] =

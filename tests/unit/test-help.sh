@@ -7,17 +7,7 @@ set -u
 srcdir=${SRCDIR:-$(dirname "$0")/../..}
 builddir=${BUILDDIR:-.}
 
-n=0
-failed=0
-ok() {
-        n=$((n + 1))
-        if [ "$1" -eq 0 ]; then
-                echo "ok $n - $2"
-        else
-                echo "not ok $n - $2"
-                failed=1
-        fi
-}
+. "$(dirname "$0")/../tap.sh"
 
 # Long options (--name) in a text, one per line, sorted, unique.
 long_options() {
@@ -47,7 +37,7 @@ check_in() {
                 printf '%s\n' "$3" | grep -qx -e "$w" || echo "$w"
         done)
         [ -z "$missing" ]
-        ok $? "$1"
+        ok_rc $? "$1"
         [ -z "$missing" ] || printf '%s\n' "$missing" | sed 's/^/#   missing: /'
 }
 
@@ -56,9 +46,9 @@ for prog in kvmtuned kvmtunectl; do
         [ -x "$bin" ] || { echo "Bail out! $bin not built"; exit 1; }
 done
 d_help=$("$builddir/kvmtuned" --help)
-ok $? "kvmtuned --help exits 0"
+ok_rc $? "kvmtuned --help exits 0"
 c_help=$("$builddir/kvmtunectl" --help)
-ok $? "kvmtunectl --help exits 0"
+ok_rc $? "kvmtunectl --help exits 0"
 
 d_opts=$(printf '%s\n' "$d_help" | long_options)
 c_opts=$(printf '%s\n' "$c_help" | long_options)
@@ -68,9 +58,9 @@ c_man=$(man_options "$srcdir/man/kvmtunectl.1")
 c_man_cmds=$(man_commands "$srcdir/man/kvmtunectl.1")
 
 [ "$(printf '%s\n' "$d_opts" | grep -c .)" -ge 10 ]
-ok $? "kvmtuned --help lists its options ($(printf '%s ' $d_opts))"
+ok_rc $? "kvmtuned --help lists its options ($(printf '%s ' $d_opts))"
 [ "$(printf '%s\n' "$c_cmds" | grep -c .)" -ge 9 ]
-ok $? "kvmtunectl --help lists its commands ($(printf '%s ' $c_cmds))"
+ok_rc $? "kvmtunectl --help lists its commands ($(printf '%s ' $c_cmds))"
 
 check_in "kvmtuned(8) documents every option of kvmtuned --help" "$d_opts" "$d_man"
 check_in "kvmtuned --help lists every option of kvmtuned(8)" "$d_man" "$d_opts"
@@ -85,8 +75,8 @@ missing=$(printf '%s\n' "$d_short" | while read -r s l; do
         grep -q -e "^\.It Fl $s .*Fl -$l\( \|$\)" "$srcdir/man/kvmtuned.8" || echo "-$s, --$l"
 done)
 [ -z "$missing" ]
-ok $? "kvmtuned(8) pairs each short option with its long one as --help does"
+ok_rc $? "kvmtuned(8) pairs each short option with its long one as --help does"
 [ -z "$missing" ] || printf '%s\n' "$missing" | sed 's/^/#   missing: /'
 
 echo "1..$n"
-exit $failed
+[ "$failed" -eq 0 ]

@@ -81,7 +81,7 @@ ok "--help documents the timeout variable" grep -q KVMTUNED_HOOK_TIMEOUT_MS "$TM
 # Stages other than started and release exit 0 at once, without the daemon.
 for stage in prepare start stopped migrate restore reconnect attach; do
         hook $stage
-        ok "stage $stage: exit 0 without asking kvmtuned" [ $rc -eq 0 ] && [ ! -s "$TMP/err" ]
+        ok "stage $stage: exit 0 without asking kvmtuned" sh -c "[ $rc -eq 0 ] && [ ! -s '$TMP/err' ]"
 done
 
 server ok
@@ -107,24 +107,24 @@ ok "... and the reason on stderr" grep -q "refuses to start domain 'vm1': no roo
 server error
 hook started
 ok "a daemon error: fail open (exit 0)" [ $rc -eq 0 ]
-ok "... saying why in one line" [ "$(wc -l < "$TMP/err")" -eq 1 ] && grep -q "invalid-params" "$TMP/err"
+ok "... saying why in one line" sh -c "[ \$(wc -l < '$TMP/err') -eq 1 ] && grep -q invalid-params '$TMP/err'"
 
 server garbage
 hook started
-ok "a malformed answer: fail open" [ $rc -eq 0 ] && grep -q "no answer from kvmtuned" "$TMP/err"
+ok "a malformed answer: fail open" sh -c "[ $rc -eq 0 ] && grep -q 'no answer from kvmtuned' '$TMP/err'"
 
 stop_server
 hook started
-ok "no daemon: fail open" [ $rc -eq 0 ] && grep -q "cannot reach kvmtuned" "$TMP/err"
+ok "no daemon: fail open" sh -c "[ $rc -eq 0 ] && grep -q 'cannot reach kvmtuned' '$TMP/err'"
 
 server silent
 hook started
-ok "a daemon that does not answer: fail open" [ $rc -eq 0 ] && grep -q "did not answer within 2000 ms" "$TMP/err"
-ok "... after the 2000 ms default timeout (${ms} ms)" [ "$ms" -ge 1900 ] && [ "$ms" -lt 3500 ]
+ok "a daemon that does not answer: fail open" sh -c "[ $rc -eq 0 ] && grep -q 'did not answer within 2000 ms' '$TMP/err'"
+ok "... after the 2000 ms default timeout (${ms} ms)" [ "$ms" -ge 1900 -a "$ms" -lt 3500 ]
 KVMTUNED_HOOK_TIMEOUT_MS=300
 export KVMTUNED_HOOK_TIMEOUT_MS
 hook started
-ok "KVMTUNED_HOOK_TIMEOUT_MS=300 bounds the wait (${ms} ms)" [ $rc -eq 0 ] && [ "$ms" -lt 1500 ]
+ok "KVMTUNED_HOOK_TIMEOUT_MS=300 bounds the wait (${ms} ms)" [ $rc -eq 0 -a "$ms" -lt 1500 ]
 KVMTUNED_HOOK_TIMEOUT_MS=bogus
 hook started
 ok "a bad KVMTUNED_HOOK_TIMEOUT_MS is reported and the default used" grep -q "ignoring KVMTUNED_HOOK_TIMEOUT_MS=bogus" "$TMP/err"
@@ -133,12 +133,12 @@ unset KVMTUNED_HOOK_TIMEOUT_MS
 big=$(python3 -c "print('<domain><name>vm1</name><description>' + 'x' * 1100000 + '</description></domain>')")
 server ok
 echo "$big" | KVMTUNED_SOCKET="$TMP/sock" KVMTUNED_HOOK_PID_DIR="$TMP/run" "$HOOK" vm1 started begin - 2>"$TMP/err"
-ok "an XML over the socket's request cap: fail open, saying so" [ $? -eq 0 ] && grep -q "too large" "$TMP/err"
+ok "an XML over the socket's request cap: fail open, saying so" sh -c "[ $? -eq 0 ] && grep -q 'too large' '$TMP/err'"
 
 rm -f "$TMP/run/vm1.pid"
 server ok
 hook started
-ok "no pid file: fail open" [ $rc -eq 0 ] && grep -q "cannot read the QEMU pid" "$TMP/err"
+ok "no pid file: fail open" sh -c "[ $rc -eq 0 ] && grep -q 'cannot read the QEMU pid' '$TMP/err'"
 
 echo "1..$n"
 [ $failed -eq 0 ]

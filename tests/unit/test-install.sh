@@ -12,17 +12,7 @@ tmp=$(mktemp -d /tmp/test-install.XXXXXX) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 dest=$tmp/root
 
-n=0
-failed=0
-ok() {
-        n=$((n + 1))
-        if [ "$1" -eq 0 ]; then
-                echo "ok $n - $2"
-        else
-                echo "not ok $n - $2"
-                failed=1
-        fi
-}
+. "$(dirname "$0")/../tap.sh"
 
 # A clean environment: no jobserver or variables of the make running the tests.
 run_make() {
@@ -39,35 +29,35 @@ installed() {
 }
 
 run_make install
-ok $? "make install DESTDIR=..."
+ok_rc $? "make install DESTDIR=..."
 
 for f in sbin/kvmtuned bin/kvmtunectl libvirt/hooks/qemu.d/kvmtuned; do
         p=$(installed "$f")
         [ -n "$p" ] && [ -x "$p" ]
-        ok $? "installs $f, executable"
+        ok_rc $? "installs $f, executable"
 done
 for f in systemd/system/kvmtuned.service systemd/system/kvmtuned-hugepages.service \
         man/man8/kvmtuned.8 man/man1/kvmtunectl.1 man/man5/kvmtuned.conf.5 \
         kvmtuned/kvmtuned.conf bash-completion/completions/kvmtunectl; do
         p=$(installed "$f")
         [ -n "$p" ] && [ -s "$p" ]
-        ok $? "installs $f"
+        ok_rc $? "installs $f"
 done
 d=$(find "$dest" -type d -path '*/kvmtuned/kvmtuned.conf.d' | head -n 1)
 [ -n "$d" ]
-ok $? "creates the drop-in directory kvmtuned.conf.d"
+ok_rc $? "creates the drop-in directory kvmtuned.conf.d"
 conf=$(installed kvmtuned/kvmtuned.conf)
 cmp -s "$srcdir/conf/kvmtuned.conf" "$conf"
-ok $? "the installed configuration is the sample"
+ok_rc $? "the installed configuration is the sample"
 
 # The units run the installed daemon: their path exists below DESTDIR.
 for u in kvmtuned.service kvmtuned-hugepages.service; do
         p=$(installed "systemd/system/$u")
         exe=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$p" 2>/dev/null | head -n 1)
         case $exe in /*) [ -x "$dest$exe" ] ;; *) false ;; esac
-        ok $? "$u: ExecStart=$exe is the installed daemon"
+        ok_rc $? "$u: ExecStart=$exe is the installed daemon"
         ! grep -q '@[a-z_]*@' "$p" 2>/dev/null
-        ok $? "$u: no unsubstituted @...@"
+        ok_rc $? "$u: no unsubstituted @...@"
 done
 
 # Nothing else: every installed file is one of the above (a new install rule
@@ -78,35 +68,35 @@ extra=$(find "$dest" -type f | grep -v -e '/sbin/kvmtuned$' -e '/bin/kvmtunectl$
         -e '/man1/kvmtunectl.1$' -e '/man5/kvmtuned.conf.5$' -e '/kvmtuned/kvmtuned.conf$' \
         -e '/bash-completion/completions/kvmtunectl$')
 [ -z "$extra" ]
-ok $? "no other files installed"
+ok_rc $? "no other files installed"
 [ -z "$extra" ] || printf '%s\n' "$extra" | sed 's/^/#   unexpected: /'
 
 # An edited configuration survives a second install ...
 printf '\n# edited by the operator\n' >>"$conf"
 cp "$conf" "$tmp/edited"
 run_make install
-ok $? "make install again over an edited configuration"
+ok_rc $? "make install again over an edited configuration"
 cmp -s "$tmp/edited" "$conf"
-ok $? "the edited configuration is kept"
+ok_rc $? "the edited configuration is kept"
 
 # ... and uninstall.
 run_make uninstall
-ok $? "make uninstall"
+ok_rc $? "make uninstall"
 cmp -s "$tmp/edited" "$conf"
-ok $? "uninstall keeps the edited configuration"
+ok_rc $? "uninstall keeps the edited configuration"
 [ -z "$(installed sbin/kvmtuned)" ] && [ -z "$(installed systemd/system/kvmtuned.service)" ]
-ok $? "uninstall removes the daemon and the units"
+ok_rc $? "uninstall removes the daemon and the units"
 
 # The unchanged sample is removed by uninstall.
 rm -f "$conf"
 run_make install && run_make uninstall
-ok $? "install and uninstall with no configuration in place"
+ok_rc $? "install and uninstall with no configuration in place"
 [ ! -e "$conf" ]
-ok $? "uninstall removes the unchanged sample configuration"
+ok_rc $? "uninstall removes the unchanged sample configuration"
 left=$(find "$dest" -type f)
 [ -z "$left" ]
-ok $? "nothing left after uninstall"
+ok_rc $? "nothing left after uninstall"
 [ -z "$left" ] || printf '%s\n' "$left" | sed 's/^/#   left: /'
 
 echo "1..$n"
-exit $failed
+[ "$failed" -eq 0 ]

@@ -47,7 +47,7 @@ json_is() {  # json_is PYTHON-EXPR EXPECTED: evaluates EXPR on the document d
 run --help
 ok "--help exits 0" rc_is 0
 ok "--help shows the synopsis" out_has "Usage: kvmtunectl \[--socket PATH\] \[--json\] COMMAND"
-for c in status list show topology hugepages plan rebalance reload metrics; do
+for c in status list show topology hugepages plan rebalance reload advise metrics; do
         ok "--help lists $c" out_has "^  $c"
 done
 ok "--help documents exit status 3" out_has "3 the daemon cannot be reached"
@@ -123,6 +123,7 @@ ok "status: libvirt" out_has "^libvirt: *qemu:///system (connected)"
 ok "status: shared pool as a CPU list" out_has "^shared CPUs: *2-3,8-11$"
 ok "status: domain counts" out_has "1 tuned, 1 shared, 0 ignored"
 ok "status: uptime" out_has "1h 2m 5s"
+ok "status: the host" out_has "^host: *2 nodes, 2 L3 groups, 12 PUs$"
 run --json status
 ok "status --json: valid JSON" json_ok
 ok "status --json: the result object" json_is 'd["libvirt"]["uri"]' "qemu:///system"
@@ -163,7 +164,8 @@ ok "topology: second node" out_has "^1  *16G$"
 
 run hugepages
 ok "hugepages: exit 0" rc_is 0
-ok "hugepages: rows per node and size" out_has "^0  *1G  *8  *0  *8  *-$"
+ok "hugepages: rows per node and size, with the domains using them" out_has "^0  *1G  *8  *0  *8  *db1:6,db2:2$"
+ok "hugepages: a pool nobody uses shows -" out_has "^1  *2M  *0  *0  *0  *-$"
 
 run metrics
 ok "metrics: exit 0" rc_is 0
@@ -358,7 +360,9 @@ complete_words() {  # complete_words WORD...: the last word is the one completed
 }
 if command -v bash >/dev/null; then
         complete_words kvmtunectl ""
-        ok "completion: every command" out_has "status list show topology hugepages plan rebalance reload metrics"
+        ok "completion: every command" out_has "status list show topology hugepages plan rebalance reload metrics advise"
+        complete_words kvmtunectl advise --a
+        ok "completion: advise --apply" out_has "--apply"
         complete_words kvmtunectl --so
         ok "completion: global options" out_has "^--socket$"
         complete_words kvmtunectl plan --vcpus 4 --thr

@@ -81,12 +81,13 @@ if command -v systemd-socket-activate >/dev/null; then
         kill -TERM $APID; wait $APID
         ok "socket activation: the passed socket file is left for systemd" test -S "$TMP/act.sock"
 else
-        echo "# systemd-socket-activate is not installed: socket activation not checked"
+        skip "socket activation" "systemd-socket-activate is not installed"
 fi
 
 # --check-config: a named file must exist; a valid one prints "configuration OK".
-ok "--check-config fails on a --config file that is not there" \
-        sh -c "! '$BUILDDIR/kvmtuned' --check-config --config '$TMP/nope.conf' 2>/dev/null"
+ok "--check-config exits 1 on a --config file that is not there, naming it" \
+        sh -c "'$BUILDDIR/kvmtuned' --check-config --config '$TMP/nope.conf' 2>'$TMP/nope.err'; [ \$? -eq 1 ] &&
+               grep -q 'nope.conf: No such file or directory' '$TMP/nope.err'"
 printf '[defaults]\ncpu = dedicated\n' > "$TMP/good.conf"
 ok "--check-config prints 'configuration OK' for a valid file" \
         sh -c "'$BUILDDIR/kvmtuned' --check-config --config '$TMP/good.conf' | grep -qx 'configuration OK'"
