@@ -149,14 +149,9 @@ int apply_pins(struct daemon *d, virDomainPtr dom, const struct domain *dm,
         }
         /* libvirt's live emulator pin sets the main thread and the emulator
          * cgroup; QEMU's other helper threads (call_rcu, vnc_worker, the
-         * monitor iothread) keep the affinity they had, widening included:
-         * every thread of the process gets its set here. */
-        if (dm->pid > 0) {
-                char why[PLACEMENT_REASON_MAX] = "";
-
-                if (qemuproc_apply(d->sysfs_root, dm->pid, p, why, NULL, NULL) < 0)
-                        log_full(LOG_WARNING, dm->name, dm->uuid, 0, "QEMU's helper threads: %s", why);
-        }
+         * monitor iothread) keep the affinity they had, widening included. */
+        if (dm->pid > 0 && (r = qemuproc_pin_helpers(d->sysfs_root, dm->pid, p->emulator)) < 0)
+                log_full(LOG_WARNING, dm->name, dm->uuid, -r, "cannot pin QEMU's helper threads, continuing");
         return 0;
 }
 

@@ -189,6 +189,8 @@ int record_parse(const struct topo *t, const char *xml, bool *ret_dedicated,
 int record_store(struct daemon *d, virDomainPtr dom, const struct domain *dm, unsigned flags);
 /* "cpu=dedicated threads=prefer ...": the policy a record was made for. */
 char *record_policy(const struct policy *p);
+/* Whether a record (NULL: none) is of a dedicated placement. */
+bool record_is_dedicated(const char *xml);
 /* Whether a record was made for this policy (a record without one: yes). */
 bool record_policy_matches(const char *xml, const struct policy *p);
 

@@ -137,14 +137,14 @@ static pid_t domain_read_pid(const char *name) {
         return (pid_t)atoi(text);
 }
 
-/* The size <hugepages/> without a <page> means: the kernel's default. */
+/* The size <hugepages/> without a <page> means: the kernel's default (read
+ * once: it is fixed at boot). */
 static unsigned long host_default_hugepage_kib(void) {
-        _cleanup_free_ char *text = NULL;
-        const char *line;
+        static uint64_t kib;
 
-        if (hostfs_read(NULL, "/proc/meminfo", &text) < 0 || !(line = strstr(text, "\nHugepagesize:")))
-                return 2048;
-        return strtoul(line + strlen("\nHugepagesize:"), NULL, 10) ?: 2048;
+        if (!kib && (hostfs_read_meminfo(NULL, "/proc/meminfo", "Hugepagesize", &kib) < 0 || !kib))
+                kib = 2048;
+        return (unsigned long)kib;
 }
 
 static void domain_facts(struct domain *dm, const struct domxml *x, pid_t pid) {
@@ -523,7 +523,8 @@ static int domain_adopt_record(struct daemon *d, struct domain *dm, const struct
  * libvirt already pinned it there before its vCPUs ran. */
 static bool domain_decide(struct daemon *d, struct domain *dm, const struct domxml *x, bool fresh) {
         domain_policy(d, dm, x);
-        dm->persisted = dm->persisted || x->placement;
+        /* only a dedicated placement is ever written into the definition */
+        dm->persisted = dm->persisted || record_is_dedicated(x->placement);
         if (fresh && domain_adopt_record(d, dm, x, true) > 0) {
                 dlog(dm, LOG_INFO, "started on the PUs recorded in its definition, keeping them");
                 return true;

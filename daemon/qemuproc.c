@@ -334,7 +334,7 @@ int qemuproc_apply(const char *root, pid_t pid, const struct pinset *p,
         if (ret_vcpu_ticks)
                 *ret_vcpu_ticks = qemuproc_vcpu_ticks(root, q);
         /* before the cgroup: writing a v1 cpuset moves its threads too */
-        for (int i = 0; i < q->nthread; i++) {
+        for (int i = 0; ret_moved && i < q->nthread; i++) {
                 _cleanup_bitmap_ hwloc_bitmap_t before = NULL;
                 const struct qemuproc_thread *t = &q->threads[i];
 
@@ -348,4 +348,20 @@ int qemuproc_apply(const char *root, pid_t pid, const struct pinset *p,
         if (ret_moved)
                 *ret_moved = moved;
         return r;
+}
+
+int qemuproc_pin_helpers(const char *root, pid_t pid, hwloc_const_bitmap_t cpus) {
+        _cleanup_(qemuproc_freep) struct qemuproc *q = NULL;
+        int r = qemuproc_scan(root, pid, &q);
+
+        for (int i = 0; r >= 0 && i < q->nthread; i++) {
+                const struct qemuproc_thread *t = &q->threads[i];
+
+                if (t->kind == QEMUPROC_EMULATOR && t->tid != pid) {
+                        r = qemuproc_set_affinity(t->tid, cpus);
+                        if (r == -ESRCH)        /* gone meanwhile */
+                                r = 0;
+                }
+        }
+        return r < 0 ? r : 0;
 }

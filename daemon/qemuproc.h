@@ -55,6 +55,11 @@ hwloc_const_bitmap_t qemuproc_thread_cpus(const struct qemuproc_thread *t, const
  * far, from /proc/PID/task/TID/stat below root; threads that vanished count 0. */
 long qemuproc_vcpu_ticks(const char *root, const struct qemuproc *q);
 
+/* The emulator's helper threads (every thread but the vCPUs, the iothreads and
+ * the main thread) onto cpus: libvirt's live emulator pin moves only the main
+ * thread and the cgroup. 0 or negative errno. */
+int qemuproc_pin_helpers(const char *root, pid_t pid, hwloc_const_bitmap_t cpus);
+
 /* sched_setaffinity(tid) to the os indexes in cpus. 0 or negative errno. */
 int qemuproc_set_affinity(pid_t tid, hwloc_const_bitmap_t cpus);
 /* Cpus_allowed_list of /proc/PID/task/TID/status below root. *ret is a new

@@ -327,6 +327,17 @@ int record_parse(const struct topo *t, const char *xml, bool *ret_dedicated,
         return 0;
 }
 
+bool record_is_dedicated(const char *xml) {
+        struct rec_attrs a = {};
+        bool dedicated;
+
+        if (!xml || rec_read_attrs(xml, &a) < 0)
+                return false;
+        dedicated = streq(a.cpu, "dedicated");
+        rec_attrs_done(&a);
+        return dedicated;
+}
+
 bool record_policy_matches(const char *xml, const struct policy *p) {
         struct rec_attrs a = {};
         _cleanup_free_ char *want = record_policy(p);

@@ -106,12 +106,15 @@ static void watch_on_metadata(virConnectPtr conn, virDomainPtr dom, int type,
 
         if (type != VIR_DOMAIN_METADATA_ELEMENT || !nsuri || !streq(nsuri, DOMXML_POLICY_NS))
                 return;
-        if (virDomainIsActive(dom) == 0) {
+        switch (virDomainIsActive(dom)) {
+        case 0:
                 domains_preplace(d, dom);
                 return;
-        }
-        if (virDomainIsActive(dom) != 1)
+        case 1:
+                break;
+        default:
                 return;
+        }
         domains_policy_event(d, dom);
         domains_notify_status(d);
 }

@@ -209,6 +209,17 @@ static void test_apply_v1(int a, int b) {
         check_file(root, dir, "cpuset.mems", "0");
         is_int(qemuproc_apply(root, getpid(), &p, reason, NULL, &moved), 0, "apply again: %s", reason);
         is_int(moved, 0, "applied again: every thread was already on its final CPUs");
+        {
+                hwloc_bitmap_t hb = hwloc_bitmap_alloc();
+
+                hwloc_bitmap_only(hb, b);
+                is_int(qemuproc_pin_helpers(root, getpid(), hb), 0, "pin helpers onto CPU %d", b);
+                is_int(affinity_of(tids[3]), b, "the helper thread (mon_iothread) is on CPU %d", b);
+                is_int(affinity_of(getpid()), a, "the main thread is left to libvirt (CPU %d)", a);
+                is_int(affinity_of(tids[1]), a, "vCPU 1 is not a helper (CPU %d)", a);
+                is_int(affinity_of(tids[2]), b, "iothread 1 is not a helper (CPU %d)", b);
+                hwloc_bitmap_free(hb);
+        }
         free_pins(&p);
         rm_root(root);
 }

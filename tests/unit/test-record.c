@@ -51,6 +51,8 @@ static void test_roundtrip(struct topo *t) {
         ok(strstr(xml, "iothreads=\"7:") != NULL, "record names the iothread by its libvirt id");
         is_int(record_parse(t, xml, &dedicated, &p, &pins), 0, "record parses back");
         ok(dedicated, "parsed as dedicated");
+        ok(record_is_dedicated(xml), "record_is_dedicated: yes");
+        ok(!record_is_dedicated(NULL) && !record_is_dedicated("not xml"), "record_is_dedicated: no record, bad record");
         ok(record_policy_matches(xml, &req.policy), "the record matches the policy it was made for");
         {
                 struct policy other = req.policy;
@@ -108,6 +110,7 @@ static void test_shared_record(struct topo *t) {
                "shared record lists the pool per vCPU and the policy it was made for");
         is_int(record_parse(t, xml, &dedicated, &p, &pins), 0, "shared record parses");
         ok(!dedicated, "parsed as shared");
+        ok(!record_is_dedicated(xml), "record_is_dedicated: not a shared record");
         ok(pins.nvcpu == 2 && hwloc_bitmap_isequal(pins.vcpu[1], dm.pins.vcpu[1]), "cpusets come back");
         plan_done(&p);
         pinset_done(&pins);
