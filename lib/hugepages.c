@@ -306,9 +306,6 @@ int hugepages_apply_pool(const struct hugepages_host *h, unsigned node_os, int s
                 ret->target = ret->in_use;
                 ret->clamped = true;
         }
-        /* Asked to shrink: never grow, however the counts raced. */
-        if (count < ret->before && ret->target > ret->before)
-                ret->target = ret->before;
         if (ret->before == ret->target)
                 return 0;
         k = hugepages_write_verify(h, ret);

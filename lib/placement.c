@@ -428,7 +428,7 @@ static int group_units(const struct ctx *c, int g);
 static int node_groups_needed(const struct ctx *c, int node) {
         const struct topo_node *tn = &c->t->nodes[node];
         int first = tn->first_group, ng = tn->ngroup, k = 0, sum = 0;
-        _cleanup_free_ int *cap = xcalloc(ng + 1, sizeof *cap);
+        int *cap = c->gcap + first;     /* scratch, as choose_groups uses it */
 
         for (int g = 0; g < ng; g++)
                 cap[g] = group_units(c, first + g);
@@ -452,19 +452,26 @@ static int node_groups_needed(const struct ctx *c, int node) {
  * putting L3 fit first was measured (bench/placement) to leave 1-2 % more
  * domains split over nodes later, for 0.04-0.08 fewer L3 groups. */
 static int best_fit_node(const struct ctx *c, const int *list, int nlist) {
-        int best = -1, best_groups = 0, n = list ? nlist : c->t->nnode;
+        int best = -1, best_groups = -1, n = list ? nlist : c->t->nnode;
 
         for (int i = 0; i < n; i++) {
                 int node = list ? list[i] : i, groups, u, bu;
                 if (node < 0 || node >= c->t->nnode || !node_fits(c, node))
                         continue;
-                groups = node_groups_needed(c, node);
                 u = units(c->need.mode, &c->ncap[node]);
                 bu = best < 0 ? 0 : units(c->need.mode, &c->ncap[best]);
-                if (best < 0 || u < bu || (u == bu && (groups < best_groups || (groups == best_groups && node < best)))) {
-                        best = node;
+                if (best >= 0 && u > bu)
+                        continue;
+                if (best >= 0 && u == bu) {     /* a tie: L3 fit decides (counted only now) */
+                        if (best_groups < 0)
+                                best_groups = node_groups_needed(c, best);
+                        groups = node_groups_needed(c, node);
+                        if (groups > best_groups || (groups == best_groups && node > best))
+                                continue;
                         best_groups = groups;
-                }
+                } else
+                        best_groups = -1;
+                best = node;
         }
         return best;
 }
@@ -841,7 +848,7 @@ static void plan_init(struct plan *p, const struct topo *t, const struct request
 static void plan_memory(struct plan *p, const struct ctx *c, const struct nodeset *s) {
         uint64_t cap[64] = { 0 }, out[64] = { 0 };
 
-        if (!c->need.m || (c->req->policy.numa == POLICY_NUMA_NONE && c->need.page < 0))
+        if (!c->need.m)         /* need_of: base pages with numa=none need nothing */
                 return;
         for (int i = 0; i < s->n; i++)
                 cap[i] = c->ncap[s->nodes[i]].mem;
@@ -1140,12 +1147,11 @@ static int place_shared_domain(struct ctx *c, struct plan *p, char reason[PLACEM
                         p->nnode = 1;
                         p->nodes[0] = home;
                 }
-        } else if (c->need.m && bind) {
+        } else {
                 if (pages && shared_spread_pages(c, p, reason) < 0)
                         return -ENOSPC;
-                snprintf(p->note, sizeof p->note, "memory does not fit on one NUMA node; left unbound");
-        } else if (pages && shared_spread_pages(c, p, reason) < 0) {
-                return -ENOSPC;
+                if (c->need.m && bind)
+                        snprintf(p->note, sizeof p->note, "memory does not fit on one NUMA node; left unbound");
         }
         plan_helpers(p, c->req, NULL);
         return 0;

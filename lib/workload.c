@@ -84,12 +84,14 @@ static int set_start_key(const struct event_ctx *c, struct request *req, const c
                 if (get_int(c, v, key, WORKLOAD_MAX_IOTHREADS, &n) < 0)
                         return -EINVAL;
                 req->iothreads = (int) n;
-        } else if (streq(key, "cpu") || streq(key, "threads") || streq(key, "emulator") ||
-                   streq(key, "iothreads") || streq(key, "numa") || streq(key, "page") || streq(key, "placement") ||
-                   streq(key, "hugepages"))
+        } else {                /* a policy key: policy_set knows them all */
+                struct policy probe;
+
+                policy_init_default(&probe);
+                if (policy_set(&probe, key, "") == -ENOENT)
+                        return EFAIL(c, "unknown key \"%s\" in a start event", key);
                 return set_policy_key(c, req, key, v);
-        else
-                return EFAIL(c, "unknown key \"%s\" in a start event", key);
+        }
         return 0;
 }
 

@@ -68,8 +68,8 @@ struct hugepages_result {
         unsigned node_os;
         int size;
         uint64_t requested;             /* count asked for */
-        uint64_t target;                /* requested, raised to in_use but never
-                                         * above before when requested is below it */
+        uint64_t target;                /* requested, raised to in_use (which is at
+                                         * most before: asking less never grows) */
         uint64_t in_use;                /* persistent pages in use before any write:
                                          * nr - free - surplus, at least 0 */
         uint64_t before;                /* persistent pages before */
