@@ -118,7 +118,7 @@ placed() {
 
 # The daemon's log, each line prefixed with the wall time it arrived at.
 start_daemon_stamped() {
-        "$BUILDDIR/kvmtuned" --config "$T_CONF" --socket "$T_SOCK" --connect "$URI" --debug 9>&- \
+        "$BUILDDIR/daemon/kvmtuned" --config "$T_CONF" --socket "$T_SOCK" --connect "$URI" --debug 9>&- \
                 > >(exec 9>&-; exec perl -MTime::HiRes=time -ne \
                         'BEGIN { $| = 1 } printf "%.6f %s", time, $_' >> "$T_LOG") 2>&1 &
         T_DAEMON_PID=$!

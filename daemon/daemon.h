@@ -206,6 +206,13 @@ extern const int daemon_nmethods;
  * changed (a JSON array, may be NULL) receives the names of re-placed domains. */
 int daemon_reload(struct daemon *d, struct json_object *changed, char *err, size_t errlen);
 
+/* hook.c */
+/* kvmtune.v1.Hook (privileged), a struct ctl_method call: userdata is the
+ * struct daemon. Returns 0 with the result, -EINVAL for bad params.
+ * The contract of both sides: kvmtune/hook.h. */
+int hook_method(void *userdata, struct json_object *params, struct json_object **ret_result,
+                char **ret_error);
+
 /* kvmtuned.c */
 /* The reserved CPUs a config asks for (default: the first core). */
 int daemon_reserved(const struct daemon *d, const struct conf *c, hwloc_bitmap_t *ret);

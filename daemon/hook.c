@@ -1,5 +1,5 @@
 /* kvmtune.v1.Hook: the daemon side of the libvirt qemu hook (contract in
- * hook.h). At "started" the domain is placed from the XML the hook sent, by
+ * kvmtune/hook.h). At "started" the domain is placed from the XML the hook sent, by
  * the same domain table and engine as the event path (domains_place_xml), and
  * applied directly to the QEMU threads and cgroup (qemuproc); the started event
  * that follows records it through libvirt (domains_confirm). At "release" the
@@ -20,9 +20,9 @@
 #include <json-c/json.h>
 
 #include "daemon.h"
-#include "hook.h"
 #include "qemuproc.h"
 #include "kvmtune/domxml.h"
+#include "kvmtune/hook.h"
 #include "kvmtune/hostfs.h"
 #include "kvmtune/log.h"
 #include "kvmtune/util.h"

@@ -11,11 +11,11 @@
 
 #include "ctl.h"
 #include "daemon.h"
-#include "hook.h"
 #include "hugepages.h"
 #include "qemuproc.h"
 #include "kvmtune/advise.h"
 #include "kvmtune/domxml.h"
+#include "kvmtune/hook.h"
 #include "kvmtune/log.h"
 #include "kvmtune/proto.h"
 #include "kvmtune/render.h"

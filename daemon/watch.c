@@ -74,7 +74,7 @@ static int watch_on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, i
         case VIR_DOMAIN_EVENT_RESUMED:           /* also the end of an incoming migration */
                 /* A booting domain is resumed just before libvirt runs its started
                  * hook with the domain locked: a libvirt call for it now would
-                 * block until the hook gives up (hook.h). STARTED follows the hook. */
+                 * block until the hook gives up (kvmtune/hook.h). STARTED follows the hook. */
                 if (detail == VIR_DOMAIN_EVENT_RESUMED_MIGRATED)
                         watch_on_started(d, dom, true);
                 break;

@@ -88,8 +88,8 @@ require_env() {
         command -v jq >/dev/null || skip_all "jq is not installed"
         [ -x /usr/sbin/libvirtd ] || skip_all "libvirtd is not installed"
         command -v qemu-system-x86_64 >/dev/null || skip_all "qemu-system-x86_64 is not installed"
-        [ -x "$BUILDDIR/kvmtuned" ] || skip_all "$BUILDDIR/kvmtuned is not built"
-        [ -x "$BUILDDIR/kvmtunectl" ] || skip_all "$BUILDDIR/kvmtunectl is not built"
+        [ -x "$BUILDDIR/daemon/kvmtuned" ] || skip_all "$BUILDDIR/daemon/kvmtuned is not built"
+        [ -x "$BUILDDIR/cli/kvmtunectl" ] || skip_all "$BUILDDIR/cli/kvmtunectl is not built"
         start_libvirtd
 }
 
@@ -321,7 +321,7 @@ write_config() {
 }
 
 ctl() {
-        "$BUILDDIR/kvmtunectl" --socket "$T_SOCK" "$@"
+        "$BUILDDIR/cli/kvmtunectl" --socket "$T_SOCK" "$@"
 }
 
 daemon_up() {
@@ -329,7 +329,7 @@ daemon_up() {
 }
 
 start_daemon() {
-        "$BUILDDIR/kvmtuned" --config "$T_CONF" --socket "$T_SOCK" --connect "$URI" --debug \
+        "$BUILDDIR/daemon/kvmtuned" --config "$T_CONF" --socket "$T_SOCK" --connect "$URI" --debug \
                 >>"$T_LOG" 2>&1 9>&- &
         T_DAEMON_PID=$!
         wait_for 20 daemon_up || { diag "kvmtuned did not come up:"; sed 's/^/#   /' "$T_LOG"; return 1; }
@@ -354,7 +354,7 @@ domain_state() {
 
 # wait_state NAME STATE [SECONDS]
 wait_state() {
-        wait_for "${3:-20}" sh -c "[ \"\$('$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$1' 2>/dev/null | jq -r .state)\" = '$2' ]"
+        wait_for "${3:-20}" sh -c "[ \"\$('$BUILDDIR/cli/kvmtunectl' --socket '$T_SOCK' --json show '$1' 2>/dev/null | jq -r .state)\" = '$2' ]"
 }
 
 # What the daemon reports, in the domain_threads format.

@@ -101,11 +101,11 @@ check_exclusive $A $B
 # ---- release frees the PUs -------------------------------------------------------
 held=$(show $A '.vcpus[0].cpus[0]')
 $VIRSH destroy $A >/dev/null
-wait_for 20 sh -c "! '$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$A' >/dev/null 2>&1"
+wait_for 20 sh -c "! '$BUILDDIR/cli/kvmtunectl' --socket '$T_SOCK' --json show '$A' >/dev/null 2>&1"
 is "$(show $A .state 2>/dev/null)" "" "$A is gone from the daemon once stopped"
 grep -q "$A.*stopped (hook), released its PUs" "$T_LOG"
 ok $? "the release hook freed $A's PUs"
-wait_for 20 sh -c "[ \"\$('$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$B' | jq -r '.vcpus[0].cpus | map(tostring) | join(\",\")')\" = \"$(cpu_list_expand "$(all_cpus)" | tr ' ' ',')\" ]"
+wait_for 20 sh -c "[ \"\$('$BUILDDIR/cli/kvmtunectl' --socket '$T_SOCK' --json show '$B' | jq -r '.vcpus[0].cpus | map(tostring) | join(\",\")')\" = \"$(cpu_list_expand "$(all_cpus)" | tr ' ' ',')\" ]"
 ok "$(cpus_contain "$(domain_threads $B | awk '$1 == "vcpu" {print $3}')" "$held" && echo 0 || echo 1)" \
         "$B follows the shared pool onto the released PU $held"
 check_affinity $B
@@ -127,7 +127,7 @@ wait_state $F tuned
 is "$(show $F '.vcpus[0].cpus[0]')" "${f_pu:-?}" "$F keeps that PU once kvmtuned is back"
 check_affinity $F
 $VIRSH destroy $F >/dev/null
-wait_for 20 sh -c "! '$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$F' >/dev/null 2>&1"
+wait_for 20 sh -c "! '$BUILDDIR/cli/kvmtunectl' --socket '$T_SOCK' --json show '$F' >/dev/null 2>&1"
 $VIRSH undefine $F >/dev/null
 
 # ---- the placement is in the persistent definition too -----------------------------
@@ -166,7 +166,7 @@ $VIRSH destroy $D >/dev/null
 
 # ---- a start with kvmtuned up: adopted, nothing to move ------------------------------
 $VIRSH destroy $A >/dev/null
-wait_for 20 sh -c "! '$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$A' >/dev/null 2>&1"
+wait_for 20 sh -c "! '$BUILDDIR/cli/kvmtunectl' --socket '$T_SOCK' --json show '$A' >/dev/null 2>&1"
 start_domain $A
 wait_state $A tuned
 is "$(show $A '.vcpus[0].cpus[0]')" "$held" "$A started again keeps PU $held"
@@ -176,7 +176,7 @@ check_affinity $A
 
 # ---- fail-open: daemon frozen (slow) ---------------------------------------------
 $VIRSH destroy $A >/dev/null
-wait_for 20 sh -c "! '$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$A' >/dev/null 2>&1"
+wait_for 20 sh -c "! '$BUILDDIR/cli/kvmtunectl' --socket '$T_SOCK' --json show '$A' >/dev/null 2>&1"
 kill -STOP "$T_DAEMON_PID"
 ms=$(start_timed $A)
 rc=$?
@@ -214,7 +214,7 @@ wait_state $E tuned
 e_pu=$(show $E '.vcpus[0].cpus[0]')
 is "$(domain_state $E)" tuned "$E is tuned (PU ${e_pu:-?})"
 $VIRSH destroy $E >/dev/null
-wait_for 20 sh -c "! '$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$E' >/dev/null 2>&1"
+wait_for 20 sh -c "! '$BUILDDIR/cli/kvmtunectl' --socket '$T_SOCK' --json show '$E' >/dev/null 2>&1"
 $VIRSH metadata $E --uri urn:kvmtuned:tuning:1 --key kvmtune --set '<policy cpu="none"/>' --config >/dev/null
 # The daemon takes its pins out of the stopped domain's definition (several
 # libvirt calls, not atomic): a start in the middle would keep half of them.
@@ -247,7 +247,7 @@ is "$(domain_state $E)" tuned "$E undefined while running (now transient) is sti
 is "$(show $E '.vcpus[0].cpus[0]')" "$e_pu" "and still holds PU $e_pu"
 check_exclusive $A $B $E
 $VIRSH destroy $E >/dev/null
-wait_for 20 sh -c "! '$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json show '$E' >/dev/null 2>&1"
+wait_for 20 sh -c "! '$BUILDDIR/cli/kvmtunectl' --socket '$T_SOCK' --json show '$E' >/dev/null 2>&1"
 ok $? "$E is released once the transient domain is destroyed"
 
 # ---- placement=strict: no room, the hook refuses the start --------------------------

@@ -129,7 +129,7 @@ ok $(echo "$reason" | grep -q "needs 256 MiB of 2M pages; free: node 0: 64 pages
         "$B says why, naming size, node and free pages: $reason"
 is "$(ctl_used_by $B)" 0 "$B holds no pages in kvmtunectl hugepages"
 $VIRSH destroy $B >/dev/null
-wait_for 10 sh -c "[ \"\$('$BUILDDIR/kvmtunectl' --socket '$T_SOCK' show $B 2>/dev/null)\" = '' ]"
+wait_for 10 sh -c "[ \"\$('$BUILDDIR/cli/kvmtunectl' --socket '$T_SOCK' show $B 2>/dev/null)\" = '' ]"
 
 # ---- a hugepage-backed guest --------------------------------------------------
 
@@ -153,7 +153,7 @@ ok $(echo "$out" | grep -q " $A:32$"; echo $?) "kvmtunectl hugepages table names
 $VIRSH destroy $A >/dev/null
 wait_for 10 sh -c "[ \$(cat $HP_DIR/free_hugepages) -eq $free0 ]"
 is "$(sys_free)" "$free0" "stopped: the kernel's free count is back"
-wait_for 10 sh -c "[ \"\$('$BUILDDIR/kvmtunectl' --socket '$T_SOCK' show $A 2>/dev/null)\" = '' ]"
+wait_for 10 sh -c "[ \"\$('$BUILDDIR/cli/kvmtunectl' --socket '$T_SOCK' show $A 2>/dev/null)\" = '' ]"
 is "$(ctl_used_by $A)" 0 "stopped: kvmtunectl hugepages shows 0 pages used by $A"
 is "$(ctl_pool reserved)" 0 "stopped: nothing reserved by domains"
 is "$(ctl_pool free)" "$(sys_free)" "stopped: kvmtunectl hugepages free agrees with free_hugepages"
@@ -171,7 +171,7 @@ is "$(ctl_used_by $C)" 48 "kvmtunectl hugepages: 48 pages used by $C"
 is "$(ctl_pool free)" "$(sys_free)" "kvmtunectl hugepages free agrees with free_hugepages"
 $VIRSH destroy $C >/dev/null
 wait_for 10 sh -c "[ \$(cat $HP_DIR/free_hugepages) -eq $free0 ]"
-wait_for 10 sh -c "[ \"\$('$BUILDDIR/kvmtunectl' --socket '$T_SOCK' show $C 2>/dev/null)\" = '' ]"
+wait_for 10 sh -c "[ \"\$('$BUILDDIR/cli/kvmtunectl' --socket '$T_SOCK' show $C 2>/dev/null)\" = '' ]"
 is "$(ctl_pool reserved)" 0 "$C stopped: nothing reserved by domains"
 
 # ---- shrink back through the CLI ---------------------------------------------

@@ -90,7 +90,7 @@ ok $? "$A is released once saved (kvmtunectl show fails)"
 ok "$(saw_event $A 5 4 && echo 0 || echo 1)" "the daemon got STOPPED/SAVED (5/4) for $A"
 is "$($VIRSH domstate $A 2>/dev/null)" "shut off" "$A is shut off"
 is "$(dedicated_pus)" "[]" "no PU is dedicated any more"
-wait_for 10 sh -c "[ \"\$('$BUILDDIR/kvmtunectl' --socket '$T_SOCK' --json status | jq -c .pools.shared)\" = '[0,1]' ]"
+wait_for 10 sh -c "[ \"\$('$BUILDDIR/cli/kvmtunectl' --socket '$T_SOCK' --json status | jq -c .pools.shared)\" = '[0,1]' ]"
 is "$(ctl --json status | jq -c .pools.shared)" "[0,1]" "PU $pu went back to the shared pool"
 check_affinity $S
 

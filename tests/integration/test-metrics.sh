@@ -23,7 +23,7 @@ metric() {      # metric 'NAME{LABELS}': its value, empty when absent
         ctl metrics | awk -v k="$1" '$1 == k { print $2 }'
 }
 metric_is() {   # metric_is NAME VALUE: polls up to 20 s
-        wait_for 20 sh -c "[ \"\$('$BUILDDIR/kvmtunectl' --socket '$T_SOCK' metrics |
+        wait_for 20 sh -c "[ \"\$('$BUILDDIR/cli/kvmtunectl' --socket '$T_SOCK' metrics |
                 awk -v k='$1' '\$1 == k { print \$2 }')\" = '$2' ]"
 }
 

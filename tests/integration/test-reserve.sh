@@ -11,7 +11,7 @@
 
 [ "$(id -u)" = 0 ] || skip_all "needs root (run: sudo make check-integration)"
 t_lock
-[ -x "$BUILDDIR/kvmtuned" ] || skip_all "$BUILDDIR/kvmtuned is not built"
+[ -x "$BUILDDIR/daemon/kvmtuned" ] || skip_all "$BUILDDIR/daemon/kvmtuned is not built"
 HP_SYS=/sys/devices/system/node
 HP_DIR=$HP_SYS/node0/hugepages/hugepages-2048kB
 [ -w "$HP_DIR/nr_hugepages" ] || skip_all "no writable 2 MiB pool on node 0 ($HP_DIR)"
@@ -40,7 +40,7 @@ trap rs_cleanup EXIT
 
 reserve() {     # reserve CONFIG_TEXT: runs the program, output in $T_TMP/out
         printf '%s\n' "$1" > "$T_CONF"
-        "$BUILDDIR/kvmtuned" --config "$T_CONF" --reserve-hugepages > "$T_TMP/out" 2>&1
+        "$BUILDDIR/daemon/kvmtuned" --config "$T_CONF" --reserve-hugepages > "$T_TMP/out" 2>&1
 }
 nr() { cat "$HP_DIR/nr_hugepages"; }
 

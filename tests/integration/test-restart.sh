@@ -51,7 +51,7 @@ is "$(show $E '.vcpus[0].cpus | map(tostring) | join(",")')" 1 "kvmtunectl show 
 is "$(ctl --json status | jq -c .pools.dedicated)" "[1]" "the hand-pinned PU counts as taken"
 is "$(domain_threads $B | awk '{print $3}' | sort -u)" 0 "$B (shared) stays off the hand-pinned PU"
 $VIRSH destroy $E >/dev/null
-wait_for 10 sh -c "[ \"\$($BUILDDIR/kvmtunectl --socket $T_SOCK --json status | jq -c .pools.shared)\" = '[0,1]' ]"
+wait_for 10 sh -c "[ \"\$($BUILDDIR/cli/kvmtunectl --socket $T_SOCK --json status | jq -c .pools.shared)\" = '[0,1]' ]"
 is "$(ctl --json status | jq -c .pools.shared)" "[0,1]" "stopping $E gives its PU back to the shared pool"
 
 # An emulator pinned by hand is the operator's too.
@@ -63,7 +63,7 @@ wait_state $E ignored
 is "$(domain_state $E)/$(show $E .reason)" "ignored/pinned by hand" "$E with a hand emulator pin is ignored"
 is "$(domain_threads $E | awk '$1 == "emulator" {print $3}')" 1 "$E keeps its hand emulator pin"
 $VIRSH destroy $E >/dev/null
-wait_for 10 sh -c "[ \"\$($BUILDDIR/kvmtunectl --socket $T_SOCK --json status | jq -c .pools.shared)\" = '[0,1]' ]"
+wait_for 10 sh -c "[ \"\$($BUILDDIR/cli/kvmtunectl --socket $T_SOCK --json status | jq -c .pools.shared)\" = '[0,1]' ]"
 
 # libvirtd restart: the daemon keeps serving, reconnects and resyncs.
 start_domain $A

@@ -6,7 +6,7 @@
 
 BUILDDIR=${BUILDDIR:-.}
 SRCDIR=${SRCDIR:-.}
-CTL="$BUILDDIR/kvmtunectl"
+CTL="$BUILDDIR/cli/kvmtunectl"
 TOPOLOGIES=${TOPOLOGIES:-$SRCDIR/../shared/topologies}
 
 . "$(dirname "$0")/../tap.sh"
@@ -46,7 +46,7 @@ if [ ! -d "$TOPOLOGIES" ]; then
 fi
 
 : >"$TMP/empty.conf"
-"$BUILDDIR/kvmtuned" --socket "$TMP/s.sock" --connect test:///default --config "$TMP/empty.conf" \
+"$BUILDDIR/daemon/kvmtuned" --socket "$TMP/s.sock" --connect test:///default --config "$TMP/empty.conf" \
         --topology "$TOPOLOGIES/1s-xeon-silver4215-cascadelake-smt-small.xml" 2>"$TMP/kvmtuned.log" &
 PID=$!
 i=0

@@ -41,13 +41,13 @@ check_in() {
         [ -z "$missing" ] || printf '%s\n' "$missing" | sed 's/^/#   missing: /'
 }
 
-for prog in kvmtuned kvmtunectl; do
+for prog in daemon/kvmtuned cli/kvmtunectl; do
         bin=$builddir/$prog
         [ -x "$bin" ] || { echo "Bail out! $bin not built"; exit 1; }
 done
-d_help=$("$builddir/kvmtuned" --help)
+d_help=$("$builddir/daemon/kvmtuned" --help)
 ok_rc $? "kvmtuned --help exits 0"
-c_help=$("$builddir/kvmtunectl" --help)
+c_help=$("$builddir/cli/kvmtunectl" --help)
 ok_rc $? "kvmtunectl --help exits 0"
 
 d_opts=$(printf '%s\n' "$d_help" | long_options)

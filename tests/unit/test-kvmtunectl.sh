@@ -5,7 +5,7 @@
 
 BUILDDIR=${BUILDDIR:-.}
 SRCDIR=${SRCDIR:-.}
-CTL="$BUILDDIR/kvmtunectl"
+CTL="$BUILDDIR/cli/kvmtunectl"
 FAKE="$BUILDDIR/tests/unit/ctl-fake-daemon"
 TOPOLOGIES=${TOPOLOGIES:-$SRCDIR/../shared/topologies}
 FIXTURES=${FIXTURES:-$SRCDIR/tests/fixtures}
@@ -221,7 +221,7 @@ kill "$FAKE_PID"; wait "$FAKE_PID" 2>/dev/null; FAKE_PID=
 start_real() {
         sock=$1 log=$2
         shift 2
-        "$BUILDDIR/kvmtuned" --socket "$sock" --connect test:///default --config "$TMP/empty.conf" "$@" 2>"$log" &
+        "$BUILDDIR/daemon/kvmtuned" --socket "$sock" --connect test:///default --config "$TMP/empty.conf" "$@" 2>"$log" &
         FAKE_PID=$!
         wait_socket "$sock"
 }
@@ -337,7 +337,7 @@ else
         fi
         kill "$FAKE_PID"; wait "$FAKE_PID" 2>/dev/null; FAKE_PID=
 
-        "$BUILDDIR/kvmtuned" --socket "$TMP/hp.sock" --connect test:///default --config "$TMP/empty.conf" \
+        "$BUILDDIR/daemon/kvmtuned" --socket "$TMP/hp.sock" --connect test:///default --config "$TMP/empty.conf" \
                 --topology "$TOPOLOGIES/2s-xeon-platinum8168-skylake-smt.xml" 2>>"$TMP/kvmtuned-hp.log" &
         FAKE_PID=$!
         wait_socket "$TMP/hp.sock"
@@ -355,7 +355,7 @@ FAKE_PID=$!
 wait_socket "$SOCK"
 COMPLETION="$SRCDIR/contrib/bash-completion/kvmtunectl"
 complete_words() {  # complete_words WORD...: the last word is the one completed
-        PATH="$BUILDDIR:$PATH" bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1));
+        PATH="$BUILDDIR/cli:$PATH" bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1));
                 _kvmtunectl; echo "${COMPREPLY[*]}"' _ "$COMPLETION" "$@" >"$TMP/out" 2>"$TMP/err"
 }
 if command -v bash >/dev/null; then

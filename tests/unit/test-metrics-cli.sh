@@ -6,7 +6,7 @@
 
 BUILDDIR=${BUILDDIR:-.}
 SRCDIR=${SRCDIR:-.}
-CTL="$BUILDDIR/kvmtunectl"
+CTL="$BUILDDIR/cli/kvmtunectl"
 TOPOLOGIES=${TOPOLOGIES:-$SRCDIR/../shared/topologies}
 FIXTURES=${FIXTURES:-$SRCDIR/tests/fixtures}
 
@@ -183,7 +183,7 @@ fi
 # hp-2node: node 1 has 2M 512 pages (500 free) and 1G 4 pages (2 free).
 cp -R "$FIXTURES/hp-2node" "$TMP/hp"
 : >"$TMP/empty.conf"
-"$BUILDDIR/kvmtuned" --socket "$TMP/k.sock" --connect test:///default --config "$TMP/empty.conf" \
+"$BUILDDIR/daemon/kvmtuned" --socket "$TMP/k.sock" --connect test:///default --config "$TMP/empty.conf" \
         --sysfs-root "$TMP/hp" --topology "$TOPOLOGIES/2s-xeon-platinum8168-skylake-smt.xml" \
         2>"$TMP/kvmtuned.log" &
 PID=$!

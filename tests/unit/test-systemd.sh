@@ -39,13 +39,13 @@ wait_note() {   # wait_note REGEX: up to 10 s
         has "$1"
 }
 
-NOTIFY_SOCKET=$TMP/notify WATCHDOG_USEC=200000 "$BUILDDIR/kvmtuned" --socket "$TMP/sock" \
+NOTIFY_SOCKET=$TMP/notify WATCHDOG_USEC=200000 "$BUILDDIR/daemon/kvmtuned" --socket "$TMP/sock" \
         --connect test:///default --config "$TMP/empty.conf" 2>"$TMP/log" &
 DPID=$!
 PIDS="$PIDS $DPID"
 ok "READY=1 once the first scan is done" wait_note '^READY=1$'
 ok "STATUS= says how many domains are tuned and unplaced" wait_note '^STATUS=.*tuned.*unplaced'
-ok "the socket answers once READY was sent" sh -c "'$BUILDDIR/kvmtunectl' --socket '$TMP/sock' status >/dev/null"
+ok "the socket answers once READY was sent" sh -c "'$BUILDDIR/cli/kvmtunectl' --socket '$TMP/sock' status >/dev/null"
 ok "WATCHDOG=1 pings while WATCHDOG_USEC is set" wait_note '^WATCHDOG=1$'
 pings=$(grep -c '^WATCHDOG=1$' "$TMP/notes")
 sleep 0.5
@@ -71,13 +71,13 @@ ok "the socket file is removed at exit" test ! -e "$TMP/sock"
 # Socket activation: systemd-socket-activate binds the socket and passes it as fd 3.
 if command -v systemd-socket-activate >/dev/null; then
         : > "$TMP/empty.conf"
-        systemd-socket-activate -l "$TMP/act.sock" "$BUILDDIR/kvmtuned" --socket "$TMP/act.sock" \
+        systemd-socket-activate -l "$TMP/act.sock" "$BUILDDIR/daemon/kvmtuned" --socket "$TMP/act.sock" \
                 --connect test:///default --config "$TMP/empty.conf" 2>"$TMP/act.log" &
         APID=$!
         PIDS="$PIDS $APID"
         i=0; while [ ! -S "$TMP/act.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
         ok "socket activation: kvmtunectl reaches the daemon on the passed socket" \
-                sh -c "'$BUILDDIR/kvmtunectl' --socket '$TMP/act.sock' status >/dev/null"
+                sh -c "'$BUILDDIR/cli/kvmtunectl' --socket '$TMP/act.sock' status >/dev/null"
         kill -TERM $APID; wait $APID
         ok "socket activation: the passed socket file is left for systemd" test -S "$TMP/act.sock"
 else
@@ -86,13 +86,13 @@ fi
 
 # --check-config: a named file must exist; a valid one prints "configuration OK".
 ok "--check-config exits 1 on a --config file that is not there, naming it" \
-        sh -c "'$BUILDDIR/kvmtuned' --check-config --config '$TMP/nope.conf' 2>'$TMP/nope.err'; [ \$? -eq 1 ] &&
+        sh -c "'$BUILDDIR/daemon/kvmtuned' --check-config --config '$TMP/nope.conf' 2>'$TMP/nope.err'; [ \$? -eq 1 ] &&
                grep -q 'nope.conf: No such file or directory' '$TMP/nope.err'"
 printf '[defaults]\ncpu = dedicated\n' > "$TMP/good.conf"
 ok "--check-config prints 'configuration OK' for a valid file" \
-        sh -c "'$BUILDDIR/kvmtuned' --check-config --config '$TMP/good.conf' | grep -qx 'configuration OK'"
+        sh -c "'$BUILDDIR/daemon/kvmtuned' --check-config --config '$TMP/good.conf' | grep -qx 'configuration OK'"
 ok "--check-config prints FILE:LINE and exits 1 for a bad one" \
-        sh -c "! '$BUILDDIR/kvmtuned' --check-config --config '$TMP/bad.conf' 2>'$TMP/err' && grep -q 'bad.conf:2:' '$TMP/err'"
+        sh -c "! '$BUILDDIR/daemon/kvmtuned' --check-config --config '$TMP/bad.conf' 2>'$TMP/err' && grep -q 'bad.conf:2:' '$TMP/err'"
 
 echo "1..$n"
 [ $failed -eq 0 ]

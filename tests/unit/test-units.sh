@@ -31,7 +31,7 @@ check() {
 for in in "$srcdir"/systemd/*.service.in; do
         [ -e "$in" ] || continue
         unit=$(basename "$in" .in)
-        sed -e "s|@sbindir@|$builddir|g" -e "s|@bindir@|$builddir|g" "$in" >"$tmp/$unit"
+        sed -e "s|@sbindir@|$builddir/daemon|g" -e "s|@bindir@|$builddir/cli|g" "$in" >"$tmp/$unit"
         check "$unit: no unsubstituted @...@" "$(grep -n '@[a-z_]*@' "$tmp/$unit")"
         check "$unit: systemd-analyze verify" \
                 "$(systemd-analyze verify --man=no "$tmp/$unit" 2>&1)"

@@ -1,9 +1,9 @@
 /* kvmtuned's libvirt qemu hook, installed as /etc/libvirt/hooks/qemu.d/kvmtuned.
  * libvirt runs it as "kvmtuned NAME STAGE SUBSTAGE EXTRA" with the domain XML
  * on stdin. At "started" it hands the XML and the QEMU pid to kvmtuned, which
- * places and pins the threads before the first guest instruction; at
- * "release" it tells kvmtuned to free the domain's allocation. Protocol and
- * contract: daemon/hook.h.
+ * places and pins the threads right after libvirt resumed the vCPUs (a few ms
+ * unpinned, see kvmtune/hook.h); at "release" it tells kvmtuned to free the
+ * domain's allocation. Protocol and contract: include/kvmtune/hook.h.
  *
  * Fail-open: whatever goes wrong (daemon down, slow, an error), it prints one
  * line on stderr and exits 0, and the guest starts; kvmtuned's event path
@@ -18,7 +18,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "hook.h"
+#include "kvmtune/hook.h"
 #include "kvmtune/proto.h"
 #include "kvmtune/util.h"
 

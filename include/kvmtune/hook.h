@@ -1,9 +1,10 @@
-/* The libvirt qemu hook, both sides.
+/* The libvirt qemu hook, both sides: the program (hook/kvmtuned.c) and the
+ * daemon's kvmtune.v1.Hook method (daemon/hook.c).
  *
- * libvirt runs /etc/libvirt/hooks/qemu.d/kvmtuned (daemon/kvmtuned-hook.c) as
+ * libvirt runs /etc/libvirt/hooks/qemu.d/kvmtuned (hook/kvmtuned.c) as
  *     kvmtuned NAME STAGE SUBSTAGE EXTRA      (domain XML on stdin)
- * At "started" QEMU is up with every thread created and its vCPUs not yet
- * running; the hook sends
+ * At "started" QEMU is up with every thread created, and libvirt has already
+ * resumed its vCPUs (see Timing below); the hook sends
  *     {"method": "kvmtune.v1.Hook",
  *      "params": {"stage": "started", "name": N, "uuid": U, "pid": P, "xml": X}}
  * and waits (KVMTUNED_HOOK_TIMEOUT_MS, default 2000 ms) for the answer:
@@ -33,8 +34,9 @@
  * numa_migrate_pages when the started event applies the placement through
  * libvirt. (libvirt itself, for <numatune><memory mode='strict'>, restricts
  * the same cpuset.mems and binds QEMU's memory backends with host-nodes and
- * policy=bind from the first touch; kvmtuned does not edit the definition,
- * and libvirt 9.0 refuses a live change of a strict nodeset.)
+ * policy=bind from the first touch. kvmtuned writes <numatune> into the
+ * persistent definition only for a dedicated domain with persist_placement;
+ * libvirt 9.0 refuses a live change of a strict nodeset.)
  *
  * Install: `make install` puts the program at $(libvirthookdir)/kvmtuned
  * (default /etc/libvirt/hooks/qemu.d/kvmtuned with --sysconfdir=/etc).
@@ -54,10 +56,3 @@
 #define HOOK_XML_MAX (4U * 1024U * 1024U)      /* bytes of domain XML read from stdin */
 #define HOOK_PID_DIR "/run/libvirt/qemu"        /* NAME.pid, written by libvirt */
 #define HOOK_PID_DIR_ENV "KVMTUNED_HOOK_PID_DIR" /* overrides it (tests) */
-
-struct json_object;
-
-/* kvmtune.v1.Hook (privileged), a struct ctl_method call: userdata is the
- * struct daemon. Returns 0 with the result, -EINVAL for bad params. */
-int hook_method(void *userdata, struct json_object *params, struct json_object **ret_result,
-                char **ret_error);
