@@ -108,13 +108,7 @@ static int load_config(const char *path, struct conf **ret) {
         hwloc_bitmap_t m = NULL;
         struct conf *c = NULL;
 
-        /* No file at all is valid only at the default path: a file named with
-         * --config that is not there is a mistake. */
-        if (!streq(path, CONF_PATH_DEFAULT) && access(path, F_OK) < 0) {
-                fprintf(stderr, "%s: %s\n", path, strerror(errno));
-                return -errno;
-        }
-        if (conf_load(path, &c, err, sizeof err) < 0) {
+        if (conf_load(path, streq(path, CONF_PATH_DEFAULT), &c, err, sizeof err) < 0) {
                 fprintf(stderr, "%s\n", err[0] ? err : path);
                 return -EINVAL;
         }

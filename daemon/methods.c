@@ -761,7 +761,7 @@ int daemon_reload(struct daemon *d, struct json_object *changed, char *err, size
         hwloc_bitmap_t reserved = NULL;
         int r;
 
-        r = conf_load(d->config_path, &c, err, errlen);
+        r = conf_load(d->config_path, streq(d->config_path, CONF_PATH_DEFAULT), &c, err, errlen);
         if (r < 0)
                 return log_error("Reload refused, keeping the running configuration: %s", err), r;
         r = daemon_reserved(d, c, &reserved);

@@ -520,7 +520,7 @@ static int read_file(const char *path, char **ret, size_t *ret_len) {
         return read_fd(fd, ret, ret_len);
 }
 
-/* missing_ok: a file that does not exist is no error (the main file). */
+/* missing_ok: a file that does not exist is no error. */
 static int parse_file(struct conf *c, const char *path, bool missing_ok, char *err, size_t errlen) {
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
@@ -592,13 +592,13 @@ static void conf_freep(struct conf **c) {
         conf_free(*c);
 }
 
-int conf_load(const char *path, struct conf **ret, char *err, size_t errlen) {
+int conf_load(const char *path, bool missing_ok, struct conf **ret, char *err, size_t errlen) {
         _cleanup_(conf_freep) struct conf *c = conf_new();
         int r;
 
         if (!path)
                 path = CONF_PATH_DEFAULT;
-        if ((r = parse_file(c, path, true, err, errlen)) < 0)
+        if ((r = parse_file(c, path, missing_ok, err, errlen)) < 0)
                 return r;
         if ((r = parse_dropins(c, path, err, errlen)) < 0)
                 return r;

@@ -47,13 +47,15 @@ struct conf {
 };
 
 /* Parses path (NULL: CONF_PATH_DEFAULT) and then path.d/NAME.conf in byte order
- * (names starting with '.' skipped). A missing main file or .d folder is not an
- * error. A [domain] pattern seen before (same file or an earlier one) reopens
+ * (names starting with '.' skipped). A missing .d folder is not an error; a
+ * missing main file is one ("FILE: cannot read: ...") unless missing_ok, which
+ * the daemon passes only for CONF_PATH_DEFAULT: a file named with --config that
+ * went away must not turn a reload into the built-in defaults. A [domain] pattern seen before (same file or an earlier one) reopens
  * that section: its keys are overridden, its position kept; other sections
  * append. Errors without a line (cannot read, too large) are "FILE: message".
  * On error returns negative errno, writes "FILE:LINE: message" into err
  * (errlen bytes) and leaves *ret untouched. *ret is owned by the caller. */
-int conf_load(const char *path, struct conf **ret, char *err, size_t errlen);
+int conf_load(const char *path, bool missing_ok, struct conf **ret, char *err, size_t errlen);
 /* Parses one buffer as if it were file 'name' (tests, fuzzing). */
 int conf_load_string(const char *name, const char *text, struct conf **ret, char *err, size_t errlen);
 struct conf *conf_free(struct conf *c);

@@ -30,10 +30,11 @@ static struct conf *load_string(const char *text, const char *what) {
         return c;
 }
 
+/* Loads as the daemon does at the default path: a missing main file is fine. */
 static struct conf *load_file(const char *path, const char *what) {
         struct conf *c = NULL;
         char err[1024] = "";
-        int r = conf_load(path, &c, err, sizeof err);
+        int r = conf_load(path, true, &c, err, sizeof err);
 
         if (!ok(r == 0 && c, "loads: %s", what))
                 printf("#   r=%d err=%s\n", r, err);
@@ -50,10 +51,11 @@ static void check_error(const char *text, const char *expected) {
         is_str(err, expected, "message: %s", expected);
 }
 
+/* Loads as the daemon does for a --config file: it must be there. */
 static void check_file_error(const char *path, int expected_r, const char *expected) {
         struct conf *sentinel = (struct conf *)&sentinel, *c = sentinel;
         char err[1024] = "";
-        int r = conf_load(path, &c, err, sizeof err);
+        int r = conf_load(path, false, &c, err, sizeof err);
 
         is_int(r, expected_r, "file refused with %d: %s", expected_r, path);
         ok(c == sentinel, "ret untouched on error");
@@ -102,6 +104,18 @@ static void test_no_file(void) {
         is_int(c->ndomain, 0, "no file: no domains");
         is_int(c->hook_timeout_ms, 2000, "no file: default hook_timeout");
         conf_free(c);
+}
+
+/* A --config file that is not there (or went away before a reload) is an
+ * error, drop-ins or not: never the built-in defaults. */
+static void test_named_file_missing(void) {
+        _cleanup_free_ char *path = xasprintf("%s/missing/kvmtuned.conf", tmpdir);
+        _cleanup_free_ char *dropins = fixture("only-dropins/kvmtuned.conf");
+        _cleanup_free_ char *msg = xasprintf("%s: cannot read: No such file or directory", path);
+        _cleanup_free_ char *msg2 = xasprintf("%s: cannot read: No such file or directory", dropins);
+
+        check_file_error(path, -ENOENT, msg);
+        check_file_error(dropins, -ENOENT, msg2);
 }
 
 static void test_full_policy(const struct conf *c) {
@@ -568,6 +582,7 @@ int main(void) {
                 tap_skip_all("cannot create a temporary directory");
         test_empty();
         test_no_file();
+        test_named_file_missing();
         test_full();
         test_syntax();
         test_line_length();

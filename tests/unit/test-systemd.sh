@@ -87,7 +87,7 @@ fi
 # --check-config: a named file must exist; a valid one prints "configuration OK".
 ok "--check-config exits 1 on a --config file that is not there, naming it" \
         sh -c "'$BUILDDIR/daemon/kvmtuned' --check-config --config '$TMP/nope.conf' 2>'$TMP/nope.err'; [ \$? -eq 1 ] &&
-               grep -q 'nope.conf: No such file or directory' '$TMP/nope.err'"
+               grep -q 'nope.conf: cannot read: No such file or directory' '$TMP/nope.err'"
 printf '[defaults]\ncpu = dedicated\n' > "$TMP/good.conf"
 ok "--check-config prints 'configuration OK' for a valid file" \
         sh -c "'$BUILDDIR/daemon/kvmtuned' --check-config --config '$TMP/good.conf' | grep -qx 'configuration OK'"
