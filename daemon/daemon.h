@@ -19,8 +19,6 @@
 
 #define PLACEMENT_RECORD_KEY "kvmtuned-placement"
 
-static inline void bitmap_freep(hwloc_bitmap_t *m) { if (*m) hwloc_bitmap_free(*m); }
-#define _cleanup_bitmap_ _cleanup_(bitmap_freep)
 
 enum domain_state {
         DOMAIN_TUNED,                   /* placed on dedicated PUs as its policy says */

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "kvmtune/conf.h"
+#include "kvmtune/isolate.h"
 #include "kvmtune/util.h"
 
 #define CPU_OS_MAX 65535U               /* highest CPU number reserved_cpus accepts */
@@ -202,6 +203,21 @@ static int set_reserved_cpus(struct parser *p, const char *key, const char *valu
         return 0;
 }
 
+static int set_isolation(struct parser *p, const char *key, const char *value) {
+        return isolate_parse_what(value, &p->conf->isolation);
+}
+
+/* An absolute cgroup path without "." or ".." components. */
+static int set_isolation_scope(struct parser *p, const char *key, const char *value) {
+        if (value[0] != '/' || strstr(value, "/./") || strstr(value, "/../") ||
+            (strlen(value) >= 2 && streq(value + strlen(value) - 2, "/.")) ||
+            (strlen(value) >= 3 && streq(value + strlen(value) - 3, "/..")))
+                return -EINVAL;
+        free(p->conf->isolation_scope);
+        p->conf->isolation_scope = xstrdup(value);
+        return 0;
+}
+
 static int set_policy(struct parser *p, const char *key, const char *value) {
         return policy_set(parser_policy(p), key, value) < 0 ? -EINVAL : 0;
 }
@@ -275,6 +291,8 @@ static const struct conf_key libvirt_keys[] = {
 };
 static const struct conf_key host_keys[] = {
         { "reserved_cpus", set_reserved_cpus, "a CPU list such as 0,1 or 0-3,8; empty for none" },
+        { "isolation", set_isolation, "yes, no, or a list of tasks, guests, irqs, workqueues" },
+        { "isolation_scope", set_isolation_scope, "an absolute cgroup path such as / or /kvmtuned-test" },
 };
 static const struct conf_key policy_keys[] = {
         { "cpu", set_policy, "dedicated, shared, none" },
@@ -573,6 +591,8 @@ static struct conf *conf_new(void) {
         policy_init_default(&c->defaults);
         c->hook_timeout_ms = CONF_HOOK_TIMEOUT_DEFAULT_MS;
         c->persist_placement = true;
+        c->isolation = ISOLATE_ALL;
+        c->isolation_scope = xstrdup("/");
         return c;
 }
 
@@ -584,6 +604,7 @@ struct conf *conf_free(struct conf *c) {
         free(c->domains);
         free(c->uri);
         free(c->reserved_cpus);
+        free(c->isolation_scope);
         free(c);
         return NULL;
 }

@@ -4,8 +4,6 @@
 
 #include "kvmtune/render.h"
 
-static inline void bitmap_freep(hwloc_bitmap_t *b) { if (*b) hwloc_bitmap_free(*b); }
-#define _cleanup_bitmap_ _cleanup_(bitmap_freep)
 
 /* ---- CPU sets ----------------------------------------------------------------- */
 

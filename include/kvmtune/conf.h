@@ -35,6 +35,8 @@ struct conf_hugepages {
 struct conf {
         char *uri;                      /* [libvirt] uri, default qemu:///system */
         char *reserved_cpus;            /* [host] reserved_cpus as written; NULL: default */
+        unsigned isolation;             /* [host] isolation: ISOLATE_* bits, default all */
+        char *isolation_scope;          /* [host] isolation_scope, default "/" */
         struct policy defaults;         /* [defaults], over the built-in defaults */
         int ndomain;
         struct conf_domain *domains;    /* [domain "glob"] in file order */

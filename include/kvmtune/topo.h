@@ -15,6 +15,10 @@
 #define TOPO_PAGE_2M 0
 #define TOPO_PAGE_1G 1
 
+/* hwloc bitmaps as owned locals: _cleanup_bitmap_ hwloc_bitmap_t b = ...; */
+static inline void bitmap_freep(hwloc_bitmap_t *b) { if (*b) hwloc_bitmap_free(*b); }
+#define _cleanup_bitmap_ __attribute__((cleanup(bitmap_freep)))
+
 struct topo_pu {
         unsigned os;                    /* logical CPU number, as in /proc */
         int core;                       /* index into host->cores */

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "kvmtune/conf.h"
+#include "kvmtune/isolate.h"
 #include "kvmtune/util.h"
 #include "tap.h"
 
@@ -87,6 +88,8 @@ static void test_empty(void) {
         is_int(c->ndomain, 0, "no domain sections");
         is_int(c->hook_timeout_ms, 2000, "default hook_timeout");
         ok(c->persist_placement, "persist_placement defaults to yes");
+        is_int(c->isolation, ISOLATE_ALL, "isolation defaults to yes (everything)");
+        is_str(c->isolation_scope, "/", "isolation_scope defaults to the whole host");
         ok(!c->hugepages[TOPO_PAGE_1G].set && !c->hugepages[TOPO_PAGE_2M].set, "no hugepages");
         is_int(c->defaults.set, 0, "no default keys set");
         is_str(policy_cpu_to_string(c->defaults.cpu), "shared", "built-in cpu default");
@@ -170,6 +173,8 @@ static void test_full(void) {
                 test_full_policy(c);
         test_full_hugepages(c);
         is_int(c->hook_timeout_ms, 5000, "hook_timeout 5000");
+        is_int(c->isolation, ISOLATE_TASKS | ISOLATE_GUESTS, "isolation = tasks, guests");
+        is_str(c->isolation_scope, "/kvmtuned-test", "isolation_scope");
         conf_free(c);
 }
 
@@ -289,6 +294,19 @@ static void test_values(void) {
                 { "host", "reserved_cpus", "0 1", false },
                 { "host", "reserved_cpus", "0x3", false },
                 { "host", "reserved_cpus", "all", false },
+                { "host", "isolation", "yes", true },
+                { "host", "isolation", "no", true },
+                { "host", "isolation", "tasks, guests", true },
+                { "host", "isolation", "irqs workqueues", true },
+                { "host", "isolation", "tasks,cpus", false },
+                { "host", "isolation", "", false },
+                { "host", "isolation_scope", "/", true },
+                { "host", "isolation_scope", "/kvmtuned-test", true },
+                { "host", "isolation_scope", "/system.slice/x.service", true },
+                { "host", "isolation_scope", "kvmtuned-test", false },
+                { "host", "isolation_scope", "/a/../b", false },
+                { "host", "isolation_scope", "/a/..", false },
+                { "host", "isolation_scope", "", false },
                 { "hugepages", "1G", "0", true },
                 { "hugepages", "1G", "0:0", true },
                 { "hugepages", "1G", "0:16,1:16", true },
@@ -411,6 +429,8 @@ static void test_broken_files(void) {
                                        "(allowed: a CPU list such as 0,1 or 0-3,8; empty for none)" },
                 { "bad-hugepages.conf", "2: bad value \"0:16 0:16\" for 2M in [hugepages] "
                                         "(allowed: a page count, or NODE:COUNT pairs such as \"0:512 1:512\")" },
+                { "bad-isolation.conf", "3: bad value \"tasks, interrupts\" for isolation in [host] "
+                                        "(allowed: yes, no, or a list of tasks, guests, irqs, workqueues)" },
                 { "bad-timeout.conf", "2: bad value \"50\" for hook_timeout in [daemon] "
                                       "(allowed: milliseconds from 100 to 30000)" },
         };
@@ -527,6 +547,7 @@ static void test_sample(void) {
         if (c)
                 ok(c->ndomain == 0 && c->defaults.set == 0 && !c->reserved_cpus &&
                    !c->hugepages[0].set && !c->hugepages[1].set && c->hook_timeout_ms == 2000 &&
+                   c->isolation == ISOLATE_ALL && streq(c->isolation_scope, "/") &&
                    streq(c->uri, "qemu:///system"), "shipped sample is all defaults");
         conf_free(c);
         if (!ok(in && out, "open sample and copy"))

@@ -50,10 +50,6 @@ static void topo_freep(struct topo **t) {
 }
 #define _cleanup_topo_ _cleanup_(topo_freep)
 
-static void bitmap_freep(hwloc_bitmap_t *b) {
-        hwloc_bitmap_free(*b);
-}
-
 /* NULL, after one skip line for the checks on it, without the exports. */
 static struct topo *load_file(const char *name) {
         _cleanup_free_ char *path = NULL;
@@ -190,7 +186,7 @@ static bool check_pcis(const struct topo *t) {
 }
 
 static bool check_bitmap(const struct topo *t) {
-        _cleanup_(bitmap_freep) hwloc_bitmap_t all = NULL, bad = NULL;
+        _cleanup_bitmap_ hwloc_bitmap_t all = NULL, bad = NULL;
         _cleanup_free_ int *pus = xcalloc(t->npu, sizeof *pus);
         int bogus = t->npu;
 
@@ -498,7 +494,7 @@ static void test_no_core(void) {
 /* --- sysfs fixtures --------------------------------------------------------- */
 
 static bool node_cpulist_matches(const struct topo *t, const char *root, int n) {
-        _cleanup_(bitmap_freep) hwloc_bitmap_t want = hwloc_bitmap_alloc(), got = hwloc_bitmap_alloc();
+        _cleanup_bitmap_ hwloc_bitmap_t want = hwloc_bitmap_alloc(), got = hwloc_bitmap_alloc();
         _cleanup_free_ char *path = NULL, *list = NULL;
 
         path = xasprintf("/sys/devices/system/node/node%u/cpulist", t->nodes[n].os);
