@@ -14,7 +14,7 @@ require_nspawn
 [ -x /usr/sbin/libvirtd ] || skip_all "libvirtd is not installed"
 command -v qemu-system-x86_64 >/dev/null || skip_all "qemu-system-x86_64 is not installed"
 command -v jq >/dev/null || skip_all "jq is not installed"
-[ -x "$BUILDDIR/kvmtuned" ] || skip_all "$BUILDDIR/kvmtuned is not built"
+[ -x "$BUILDDIR/daemon/kvmtuned" ] || skip_all "$BUILDDIR/daemon/kvmtuned is not built"
 t_lock
 
 trap 'ct_stop; t_cleanup' EXIT
@@ -24,7 +24,7 @@ ok 0 "the container boots systemd as PID 1 ($(ct systemctl is-system-running))"
 ct_install_build || { ok 1 "make install into the container"; done_testing; }
 
 G=kvmtuned-test-sd-guest
-CONF=$("$BUILDDIR/kvmtuned" --help | sed -n 's/.*--config FILE.*(default \(.*\))$/\1/p')
+CONF=$("$BUILDDIR/daemon/kvmtuned" --help | sed -n 's/.*--config FILE.*(default \(.*\))$/\1/p')
 SBIN=$(dirname "$(ct sh -c 'command -v kvmtuned')")
 kctl() { ct "${SBIN%/sbin}/bin/kvmtunectl" "$@"; }
 prop() { ct systemctl show -P "$1" kvmtuned; }
