@@ -1,9 +1,9 @@
 /* Placement benchmark: kvmtuned's engine against a naive first-fit baseline
  * (each vCPU on the lowest free CPU number, as hand-written <vcpupin> scripts
- * do) over the shared topologies and a few small synthetic hosts, with seeded
+ * do) over the real machines' topologies and a few small synthetic hosts, with seeded
  * workloads. Prints figures; never passes or fails on time.
  *
- *   bench/placement [TOPOLOGY_DIR]   (default: $TOPOLOGIES, then ../shared/topologies)
+ *   bench/placement [TOPOLOGY_DIR]   (default: $TOPOLOGIES, then tests/data/topologies)
  */
 #include "config.h"
 
@@ -647,14 +647,14 @@ int main(int argc, char **argv) {
                 "Package:1 [NUMANode(memory=32GiB)] L3Cache:3 Core:3 PU:2(indexes=core)",
                 "Package:2 [NUMANode(memory=32GiB)] L3Cache:3 Core:2 PU:2(indexes=core)",
         };
-        const char *dir = argc > 1 ? argv[1] : getenv("TOPOLOGIES");
+        const char *dir = argc > 1 ? argv[1] : getenv("TOPOLOGIES") ?: TEST_TOPOLOGIES;
 
         if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
                 fprintf(stderr, "usage: %s [TOPOLOGY_DIR]\n", argv[0]);
                 return 2;
         }
         printf("kvmtuned placement benchmark: %d churn steps per topology, fixed seeds\n\n", CHURN_STEPS);
-        if (bench_dir(dir ? dir : "../shared/topologies") < 0)
+        if (bench_dir(dir) < 0)
                 return 1;
         for (unsigned i = 0; i < ELEMENTSOF(small); i++)
                 bench_one(TOPO_SOURCE_SYNTHETIC, small[i], small[i], 0x5a11ULL + i, true);

@@ -4,7 +4,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 
 static int tap_n, tap_failed;
 
@@ -37,18 +36,6 @@ static inline __attribute__((format(printf, 2, 3))) void tap_skip(const char *wh
         va_end(ap);
         printf(" # SKIP %s\n", why);
         fflush(stdout);
-}
-
-/* The hwloc exports live outside the repository, in $TOPOLOGIES: NULL when the
- * directory DIR is there, else the reason the checks that load them skip. */
-static inline const char *tap_no_topologies(const char *dir) {
-        static char why[4096];
-        struct stat st;
-
-        if (dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
-                return NULL;
-        snprintf(why, sizeof why, "no topologies at %s", dir ? dir : "(TOPOLOGIES unset)");
-        return why;
 }
 
 static inline void tap_skip_all(const char *why) {

@@ -4,32 +4,9 @@
 # <driver>, so the audit finds disk-cache and disk-iothread; --apply (root)
 # defines the tuned XML and the next audit finds nothing. TAP output.
 
-BUILDDIR=${BUILDDIR:-.}
-SRCDIR=${SRCDIR:-.}
-CTL="$BUILDDIR/cli/kvmtunectl"
-TOPOLOGIES=${TOPOLOGIES:-$SRCDIR/../shared/topologies}
-
-. "$(dirname "$0")/../tap.sh"
-
-TMP=$(mktemp -d /tmp/test-advise.XXXXXX) || exit 99
-PID=
-cleanup() {
-        [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-        rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-run() {
-        "$CTL" --socket "$TMP/s.sock" "$@" >"$TMP/out" 2>"$TMP/err"
-        rc=$?
-}
-rc_is() { [ "$rc" -eq "$1" ] || { echo "#   exit status $rc, expected $1"; sed 's/^/#   /' "$TMP/err"; return 1; }; }
-out_has() { grep -q -- "$1" "$TMP/out" || { echo "#   stdout lacks '$1':"; sed 's/^/#   /' "$TMP/out"; return 1; }; }
-err_has() { grep -q -- "$1" "$TMP/err" || { echo "#   stderr lacks '$1':"; sed 's/^/#   /' "$TMP/err"; return 1; }; }
-json_is() {  # json_is PYTHON-EXPR EXPECTED: evaluates EXPR on the document d
-        got=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$TMP/out" "$1")
-        [ "$got" = "$2" ] || { echo "#   $1 = '$got', expected '$2'"; return 1; }
-}
+TEST_NAME=test-advise
+. "$(dirname "$0")/cli-lib.sh"
+CTL_SOCKET="$TMP/s.sock"
 
 run advise
 ok "advise without DOMAIN: exit 2" rc_is 2
@@ -37,20 +14,8 @@ run list --apply
 ok "--apply on another command: exit 2" rc_is 2
 ok "--apply on another command: says so" err_has "only applies to advise"
 
-# The rest runs kvmtuned on an hwloc export from $TOPOLOGIES, outside the repository.
-if [ ! -d "$TOPOLOGIES" ]; then
-        skip "advise against kvmtuned on 1s-xeon-silver4215" "no topologies at $TOPOLOGIES"
-        echo "1..$n"
-        [ "$failed" -eq 0 ]
-        exit
-fi
-
-: >"$TMP/empty.conf"
-"$BUILDDIR/daemon/kvmtuned" --socket "$TMP/s.sock" --connect test:///default --config "$TMP/empty.conf" \
-        --topology "$TOPOLOGIES/1s-xeon-silver4215-cascadelake-smt-small.xml" 2>"$TMP/kvmtuned.log" &
-PID=$!
-i=0
-while [ ! -S "$TMP/s.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+start_kvmtuned "$TMP/s.sock" "$TMP/kvmtuned.log" \
+        --topology "$TOPOLOGIES/1s-xeon-silver4215-cascadelake-smt-small.xml"
 ok "kvmtuned listening" test -S "$TMP/s.sock"
 
 run --json advise test

@@ -8,25 +8,13 @@
 #include "kvmtune/util.h"
 #include "kvmtune/advise.h"
 #include "tap.h"
-
-static char *fixture(const char *name, size_t *ret_len) {
-        const char *dir = getenv("FIXTURES") ?: "tests/fixtures";
-        _cleanup_free_ char *path = xasprintf("%s/advise/%s", dir, name);
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        char *buf = xcalloc(1, 1 << 20);
-
-        if (!f) {
-                printf("# cannot open %s\n", path);
-                exit(1);
-        }
-        *ret_len = fread(buf, 1, (1 << 20) - 1, f);
-        return buf;
-}
+#include "test-data.h"
 
 static int audit(const char *name, const struct policy *p, bool apply, struct advise_result *ret,
                  char *err, size_t errlen) {
         size_t len;
-        _cleanup_free_ char *xml = fixture(name, &len);
+        _cleanup_free_ char *rel = xasprintf("advise/%s", name);
+        _cleanup_free_ char *xml = test_read_fixture(rel, &len);
 
         err[0] = '\0';
         return advise_audit(xml, len, p, apply, ret, err, errlen);

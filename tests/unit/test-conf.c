@@ -10,15 +10,15 @@
 #include "kvmtune/isolate.h"
 #include "kvmtune/util.h"
 #include "tap.h"
+#include "test-data.h"
 
 #define KNOWN_POLICY "(known: cpu, threads, emulator, iothreads, numa, hugepages, placement)"
 #define KNOWN_SECTIONS "(known: libvirt, host, defaults, domain \"GLOB\", hugepages, daemon)"
 
-static const char *fixtures;
 static char tmpdir[] = "/tmp/test-conf.XXXXXX";
 
 static char *fixture(const char *rel) {
-        return xasprintf("%s/conf/%s", fixtures, rel);
+        return xasprintf("%s/conf/%s", test_fixtures_dir(), rel);
 }
 
 static struct conf *load_string(const char *text, const char *what) {
@@ -411,7 +411,7 @@ static void test_dropins(void) {
 static void test_dropin_error(void) {
         _cleanup_free_ char *path = fixture("broken-dropin/kvmtuned.conf");
         _cleanup_free_ char *msg = xasprintf("%s/conf/broken-dropin/kvmtuned.conf.d/20-bad.conf:4: "
-                                             "unknown key \"cpus\" in [defaults] " KNOWN_POLICY, fixtures);
+                                             "unknown key \"cpus\" in [defaults] " KNOWN_POLICY, test_fixtures_dir());
 
         check_file_error(path, -EINVAL, msg);
 }
@@ -436,7 +436,7 @@ static void test_broken_files(void) {
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-                _cleanup_free_ char *path = xasprintf("%s/conf/broken/%s", fixtures, cases[i].file);
+                _cleanup_free_ char *path = xasprintf("%s/conf/broken/%s", test_fixtures_dir(), cases[i].file);
                 _cleanup_free_ char *msg = xasprintf("%s:%s", path, cases[i].msg);
 
                 check_file_error(path, -EINVAL, msg);
@@ -536,8 +536,7 @@ static void test_precedence(void) {
 /* The sample as shipped changes nothing; with every "#key = value" and
  * "#[section]" line uncommented it still parses. */
 static void test_sample(void) {
-        const char *srcdir = getenv("SRCDIR");
-        _cleanup_free_ char *path = xasprintf("%s/conf/kvmtuned.conf", srcdir ? srcdir : "..");
+        _cleanup_free_ char *path = xasprintf("%s/conf/kvmtuned.conf", test_srcdir());
         _cleanup_free_ char *on = xasprintf("%s/sample-on.conf", tmpdir);
         char line[CONF_LINE_MAX + 2];
         struct conf *c = load_file(path, "conf/kvmtuned.conf as shipped");
@@ -570,8 +569,7 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 
 /* The first literal block of kvmtuned.conf(5) is the example configuration. */
 static void test_manpage_example(void) {
-        const char *srcdir = getenv("SRCDIR");
-        _cleanup_free_ char *path = xasprintf("%s/man/kvmtuned.conf.5", srcdir ? srcdir : "..");
+        _cleanup_free_ char *path = xasprintf("%s/man/kvmtuned.conf.5", test_srcdir());
         _cleanup_fclose_ FILE *in = fopen(path, "re");
         _cleanup_free_ char *text = xcalloc(1, 65536);
         char line[1024];
@@ -595,10 +593,6 @@ static void test_manpage_example(void) {
 int main(void) {
         int r;
 
-
-        fixtures = getenv("FIXTURES");
-        if (!fixtures)
-                tap_skip_all("FIXTURES not set (run through make check)");
         if (!mkdtemp(tmpdir))
                 tap_skip_all("cannot create a temporary directory");
         test_empty();

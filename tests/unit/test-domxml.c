@@ -5,29 +5,15 @@
 #include "kvmtune/util.h"          /* domxml.h needs size_t */
 #include "kvmtune/domxml.h"
 #include "tap.h"
+#include "test-data.h"
 
 static inline void domxml_freep(struct domxml **d) { domxml_free(*d); }
 #define _cleanup_domxml_ _cleanup_(domxml_freep)
 
-static char *fixture(const char *name, size_t *ret_len) {
-        const char *dir = getenv("FIXTURES") ?: "tests/fixtures";
-        _cleanup_free_ char *path = xasprintf("%s/domxml/%s", dir, name);
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        char *buf = xcalloc(1, 1 << 20);
-        size_t n;
-
-        if (!f) {
-                printf("# cannot open %s\n", path);
-                exit(1);
-        }
-        n = fread(buf, 1, (1 << 20) - 1, f);
-        *ret_len = n;
-        return buf;
-}
-
 static int parse_fixture(const char *name, struct domxml **ret, char *err, size_t errlen) {
         size_t len;
-        _cleanup_free_ char *xml = fixture(name, &len);
+        _cleanup_free_ char *rel = xasprintf("domxml/%s", name);
+        _cleanup_free_ char *xml = test_read_fixture(rel, &len);
 
         err[0] = '\0';
         return domxml_parse(xml, len, ret, err, errlen);

@@ -17,10 +17,9 @@
 #include "kvmtune/placement.h"
 #include "kvmtune/util.h"
 #include "tap.h"
+#include "test-data.h"
 
 #define POOL_DIR "/sys/devices/system/node/node%u/hugepages/hugepages-%skB/%s"
-
-static const char *fixtures;
 
 /* --- helpers -------------------------------------------------------------- */
 
@@ -31,7 +30,7 @@ static char *fixture_copy(const char *name) {
 
         if (!mkdtemp(tmpl))
                 return NULL;
-        cmd = xasprintf("cp -R '%s/%s/.' '%s'", fixtures, name, tmpl);
+        cmd = xasprintf("cp -R '%s/%s/.' '%s'", test_fixtures_dir(), name, tmpl);
         if (system(cmd) != 0)
                 return NULL;
         return xstrdup(tmpl);
@@ -282,19 +281,13 @@ static void test_plan_total_memory_only(void) {
 /* The real flat-mode HBM export: DDR nodes 0-7 hold the CPUs, HBM nodes 8-15
  * share their cpusets but no core belongs to them. */
 static void test_plan_total_hbmflat(void) {
-        const char *topos = getenv("TOPOLOGIES"), *why = tap_no_topologies(topos);
-        _cleanup_free_ char *xml = NULL;
+        _cleanup_free_ char *xml = test_topology("2s-xeon-max9462-sapphirerapids-snc4-smt-hbmflat.xml");
         struct hugepages_plan p = { 0 };
         struct conf c = { 0 };
         struct topo *t = NULL;
         char err[256] = "";
         bool ddr_only = true;
 
-        if (why) {
-                tap_skip(why, "hbmflat: 1G spread over the DDR nodes");
-                return;
-        }
-        xml = xasprintf("%s/2s-xeon-max9462-sapphirerapids-snc4-smt-hbmflat.xml", topos);
         if (!ok(topo_load(TOPO_SOURCE_XML, xml, NULL, &t) == 0 && t->nnode == 16,
                 "hbmflat: 16 NUMA nodes")) {
                 topo_free(t);
@@ -499,7 +492,7 @@ static void test_cmdline(void) {
 }
 
 static void test_mounts(void) {
-        _cleanup_free_ char *dir = xasprintf("%s/hp-4node", fixtures);
+        _cleanup_free_ char *dir = test_fixture("hp-4node");
         _cleanup_free_ char *text = NULL;
         char *paths[TOPO_PAGE_SIZES];
 
@@ -702,8 +695,7 @@ static void test_surplus_shrink(void) {
 /* The whole path with the real parsers: config text, an hwloc XML host whose
  * memory and pools come from the fixture tree, plan, reserve. */
 static void test_real_config_and_topology(void) {
-        const char *topos = getenv("TOPOLOGIES"), *why = tap_no_topologies(topos);
-        _cleanup_free_ char *xml = NULL;
+        _cleanup_free_ char *xml = test_topology("2s-xeon-platinum8168-skylake-smt.xml");
         char *root = fixture_copy("hp-2node");
         struct hugepages_host h = { &hugepages_ops_hostfs, root, NULL };
         struct hugepages_plan p = { 0 };
@@ -711,17 +703,10 @@ static void test_real_config_and_topology(void) {
         struct topo *t = NULL;
         char err[256] = "", *out = NULL;
 
-        if (!root) {
-                ok(1, "# SKIP no fixture copy");
+        if (!ok(root, "copy of hp-2node"))
                 return;
-        }
         is_int(conf_load_string("t.conf", "[hugepages]\n1G = 1:3\n2M = 9\n", &c, err, sizeof err), 0,
                "config with [hugepages] parses");
-        if (why) {
-                tap_skip(why, "2-socket Skylake with hp-2node sysfs: plan, reserve");
-                goto out;
-        }
-        xml = xasprintf("%s/2s-xeon-platinum8168-skylake-smt.xml", topos);
         is_int(topo_load(TOPO_SOURCE_XML, xml, root, &t), 0, "2-socket Skylake with hp-2node sysfs");
         if (!c || !t)
                 goto out;
@@ -789,18 +774,14 @@ static void test_numa_maps(const struct topo *t) {
 }
 
 static void test_refresh_topo(void) {
-        const char *topos = getenv("TOPOLOGIES"), *why = tap_no_topologies(topos);
-        _cleanup_free_ char *xml = NULL, *maps = NULL, *dir = NULL, *cmd = NULL;
+        _cleanup_free_ char *xml = test_topology("2s-xeon-platinum8168-skylake-smt.xml");
+        _cleanup_free_ char *maps = NULL, *dir = NULL, *cmd = NULL;
         char *root = fixture_copy("hp-2node");
         struct topo *t = NULL;
         struct alloc *a = NULL;
 
-        if (why || !root) {
-                tap_skip(why ?: "no fixture copy", "numa_maps, daemon root and pool refresh on Skylake with hp-2node");
-                fixture_remove(root);
+        if (!ok(root, "copy of hp-2node"))
                 return;
-        }
-        xml = xasprintf("%s/2s-xeon-platinum8168-skylake-smt.xml", topos);
         if (topo_load(TOPO_SOURCE_XML, xml, root, &t) < 0) {
                 ok(0, "2-socket Skylake with hp-2node sysfs");
                 fixture_remove(root);
@@ -865,9 +846,6 @@ static void test_refresh_topo(void) {
 }
 
 int main(void) {
-        fixtures = getenv("FIXTURES");
-        if (!fixtures)
-                tap_skip_all("FIXTURES not set (run through make check)");
         test_sizes();
         test_plan_per_node();
         test_plan_total();

@@ -3,45 +3,9 @@
 # daemon (tests/unit/ctl-fake-daemon: the real control server with canned
 # results), and offline planning. TAP output.
 
-BUILDDIR=${BUILDDIR:-.}
-SRCDIR=${SRCDIR:-.}
-CTL="$BUILDDIR/cli/kvmtunectl"
+TEST_NAME=test-kvmtunectl
+. "$(dirname "$0")/cli-lib.sh"
 FAKE="$BUILDDIR/tests/unit/ctl-fake-daemon"
-TOPOLOGIES=${TOPOLOGIES:-$SRCDIR/../shared/topologies}
-FIXTURES=${FIXTURES:-$SRCDIR/tests/fixtures}
-# The hwloc exports live outside the repository: without them the checks on
-# the real kvmtuned and the offline plan skip.
-no_topologies=
-[ -d "$TOPOLOGIES" ] || no_topologies="no topologies at $TOPOLOGIES"
-
-. "$(dirname "$0")/../tap.sh"
-
-TMP=$(mktemp -d /tmp/test-kvmtunectl.XXXXXX) || exit 99
-FAKE_PID=
-cleanup() {
-        [ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null && wait "$FAKE_PID" 2>/dev/null
-        rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-wait_socket() {  # up to 5 s for a server to listen on $1
-        i=0
-        while [ ! -S "$1" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-}
-
-# run ARGS...: runs kvmtunectl, leaves $rc, $TMP/out and $TMP/err
-run() {
-        "$CTL" "$@" >"$TMP/out" 2>"$TMP/err"
-        rc=$?
-}
-rc_is() { [ "$rc" -eq "$1" ] || { echo "#   exit status $rc, expected $1"; sed 's/^/#   /' "$TMP/err"; return 1; }; }
-out_has() { grep -q -- "$1" "$TMP/out" || { echo "#   stdout lacks '$1':"; sed 's/^/#   /' "$TMP/out"; return 1; }; }
-err_has() { grep -q -- "$1" "$TMP/err" || { echo "#   stderr lacks '$1':"; sed 's/^/#   /' "$TMP/err"; return 1; }; }
-json_ok() { python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/out"; }
-json_is() {  # json_is PYTHON-EXPR EXPECTED: evaluates EXPR on the document d
-        got=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$TMP/out" "$1")
-        [ "$got" = "$2" ] || { echo "#   $1 = '$got', expected '$2'"; return 1; }
-}
 
 # --- usage ---------------------------------------------------------------------
 run --help
@@ -112,7 +76,7 @@ ok "a plain file as socket: exit 3" rc_is 3
 SOCK="$TMP/kvmtuned.sock"
 uid=$(id -u)
 "$FAKE" "$SOCK" $((uid + 1)) &
-FAKE_PID=$!
+DAEMON_PID=$!
 wait_socket "$SOCK"
 ok "stand-in daemon listening" test -S "$SOCK"
 export KVMTUNED_SOCKET="$SOCK"
@@ -196,11 +160,11 @@ ok "rebalance as a non-privileged uid: exit 1" rc_is 1
 ok "rebalance: permission denied" err_has "permission denied"
 run reload
 ok "reload as a non-privileged uid: exit 1" rc_is 1
-kill "$FAKE_PID"; wait "$FAKE_PID" 2>/dev/null
+stop_daemon
 ok "stand-in daemon removed its socket" test ! -e "$SOCK"
 
 "$FAKE" "$SOCK" "$uid" &
-FAKE_PID=$!
+DAEMON_PID=$!
 wait_socket "$SOCK"
 run rebalance db1
 ok "rebalance as the privileged uid: exit 0" rc_is 0
@@ -211,147 +175,127 @@ ok "reload: changed domains" out_has "configuration reloaded; policy changed for
 run rebalance a b
 ok "rebalance with two domains: exit 2" rc_is 2
 
-kill "$FAKE_PID"; wait "$FAKE_PID" 2>/dev/null; FAKE_PID=
+stop_daemon
 
 # --- against the real kvmtuned, on libvirt's in-process test driver ---------------
 # The result shapes kvmtunectl renders are the ones the daemon sends.
-: >"$TMP/empty.conf"
-
-# start_real SOCKET LOG [KVMTUNED_ARGS...]: the real kvmtuned on libvirt's test driver.
-start_real() {
-        sock=$1 log=$2
-        shift 2
-        "$BUILDDIR/daemon/kvmtuned" --socket "$sock" --connect test:///default --config "$TMP/empty.conf" "$@" 2>"$log" &
-        FAKE_PID=$!
-        wait_socket "$sock"
-}
-if [ -n "$no_topologies" ]; then
-        skip "kvmtuned on 1s-xeon-silver4215: status, list, show, topology, plan, metrics" "$no_topologies"
-else
-        start_real "$TMP/real.sock" "$TMP/kvmtuned.log" \
-                --topology "$TOPOLOGIES/1s-xeon-silver4215-cascadelake-smt-small.xml"
-        ok "kvmtuned listening" test -S "$TMP/real.sock"
-        run --socket "$TMP/real.sock" --json status
-        ok "kvmtuned status: exit 0" rc_is 0
-        ok "kvmtuned status: the shape kvmtunectl renders" json_is \
-                'sorted(d["libvirt"]) + sorted(d["pools"]) + sorted(d["domains"])' \
-                "['connected', 'uri', 'dedicated', 'reserved', 'shared', 'failed', 'ignored', 'shared', 'tuned', 'unplaced']"
-        run --socket "$TMP/real.sock" --json list
-        ok "kvmtuned list: the test driver's domain" json_is '[x["name"] for x in d["domains"]]' "['test']"
-        run --socket "$TMP/real.sock" --json show test
-        ok "kvmtuned show: SPEC fields" json_is \
-                'all(k in d for k in ["name","uuid","state","policy","vcpus","emulator","iothreads","numa","memory"])' True
-        run --socket "$TMP/real.sock" show test
-        ok "kvmtuned show: rendered" out_has "^name: *test$"
-        run --socket "$TMP/real.sock" --json topology
-        ok "kvmtuned topology: 16 PUs in nodes/groups/cores/pus" json_is \
-                'sum(len(c["pus"]) for n in d["nodes"] for g in n["groups"] for c in g["cores"])' 16
-        run --socket "$TMP/real.sock" topology
-        ok "kvmtuned topology: rendered, reserved PUs marked" out_has "0\* 8\*$"
-        run --socket "$TMP/real.sock" --json plan --vcpus 2 --cpu dedicated --memory 1G
-        ok "kvmtuned plan: two dedicated vCPUs" json_is 'len(d["vcpus"])' 2
-        run --socket "$TMP/real.sock" show nosuch
-        ok "kvmtuned show of an unknown domain: exit 1" rc_is 1
-        run --socket "$TMP/real.sock" metrics
-        ok "kvmtuned metrics: Prometheus text" out_has "^# TYPE "
-        kill "$FAKE_PID"; wait "$FAKE_PID" 2>/dev/null; FAKE_PID=
-        ok "kvmtuned removed its socket at exit" test ! -e "$TMP/real.sock"
-fi
+start_kvmtuned "$TMP/real.sock" "$TMP/kvmtuned.log" \
+        --topology "$TOPOLOGIES/1s-xeon-silver4215-cascadelake-smt-small.xml"
+ok "kvmtuned listening" test -S "$TMP/real.sock"
+run --socket "$TMP/real.sock" --json status
+ok "kvmtuned status: exit 0" rc_is 0
+ok "kvmtuned status: the shape kvmtunectl renders" json_is \
+        'sorted(d["libvirt"]) + sorted(d["pools"]) + sorted(d["domains"])' \
+        "['connected', 'uri', 'dedicated', 'reserved', 'shared', 'failed', 'ignored', 'shared', 'tuned', 'unplaced']"
+run --socket "$TMP/real.sock" --json list
+ok "kvmtuned list: the test driver's domain" json_is '[x["name"] for x in d["domains"]]' "['test']"
+run --socket "$TMP/real.sock" --json show test
+ok "kvmtuned show: SPEC fields" json_is \
+        'all(k in d for k in ["name","uuid","state","policy","vcpus","emulator","iothreads","numa","memory"])' True
+run --socket "$TMP/real.sock" show test
+ok "kvmtuned show: rendered" out_has "^name: *test$"
+run --socket "$TMP/real.sock" --json topology
+ok "kvmtuned topology: 16 PUs in nodes/groups/cores/pus" json_is \
+        'sum(len(c["pus"]) for n in d["nodes"] for g in n["groups"] for c in g["cores"])' 16
+run --socket "$TMP/real.sock" topology
+ok "kvmtuned topology: rendered, reserved PUs marked" out_has "0\* 8\*$"
+run --socket "$TMP/real.sock" --json plan --vcpus 2 --cpu dedicated --memory 1G
+ok "kvmtuned plan: two dedicated vCPUs" json_is 'len(d["vcpus"])' 2
+run --socket "$TMP/real.sock" show nosuch
+ok "kvmtuned show of an unknown domain: exit 1" rc_is 1
+run --socket "$TMP/real.sock" metrics
+ok "kvmtuned metrics: Prometheus text" out_has "^# TYPE "
+stop_daemon
+ok "kvmtuned removed its socket at exit" test ! -e "$TMP/real.sock"
 
 # --- hugepages against the real kvmtuned on a fixture sysfs tree -----------------
 # hp-2node: node 1 2M 512 pages (500 free), node 1 1G 4 pages (2 free).
-if [ -n "$no_topologies" ]; then
-        skip "kvmtuned on hp-2node: hugepages, reserve" "$no_topologies"
-else
-        cp -R "$FIXTURES/hp-2node" "$TMP/hp"
-        HP2M=sys/devices/system/node/node0/hugepages/hugepages-2048kB
-        HP1G=sys/devices/system/node/node1/hugepages/hugepages-1048576kB
-        start_real "$TMP/hp.sock" "$TMP/kvmtuned-hp.log" \
-                --sysfs-root "$TMP/hp" --topology "$TOPOLOGIES/2s-xeon-platinum8168-skylake-smt.xml"
-        ok "kvmtuned on hp-2node listening" test -S "$TMP/hp.sock"
+cp -R "$FIXTURES/hp-2node" "$TMP/hp"
+HP2M=sys/devices/system/node/node0/hugepages/hugepages-2048kB
+HP1G=sys/devices/system/node/node1/hugepages/hugepages-1048576kB
+start_kvmtuned "$TMP/hp.sock" "$TMP/kvmtuned-hp.log" \
+        --sysfs-root "$TMP/hp" --topology "$TOPOLOGIES/2s-xeon-platinum8168-skylake-smt.xml"
+ok "kvmtuned on hp-2node listening" test -S "$TMP/hp.sock"
+run --socket "$TMP/hp.sock" --json hugepages
+ok "kvmtuned hugepages: exit 0" rc_is 0
+ok "kvmtuned hugepages: node 1 2M as sysfs says" json_is \
+        '[(p["total"], p["free"], p["reserved"], p["domains"]) for n in d["nodes"] if n["node"] == 1 for p in n["pages"] if p["size"] == "2M"]' \
+        "[(512, 500, 0, [])]"
+run --socket "$TMP/hp.sock" hugepages
+ok "kvmtuned hugepages: table with the domains column" out_has "^1  *2M  *512  *500  *0  *-$"
+if [ "$uid" -eq 0 ]; then
+        run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 64
+        ok "hugepages reserve: exit 0" rc_is 0
+        ok "hugepages reserve: the result line" out_has "^node 0 2M: 64 requested, 64 reserved$"
+        ok "hugepages reserve: written under the sysfs root" test "$(cat "$TMP/hp/$HP2M/nr_hugepages")" = 64
         run --socket "$TMP/hp.sock" --json hugepages
-        ok "kvmtuned hugepages: exit 0" rc_is 0
-        ok "kvmtuned hugepages: node 1 2M as sysfs says" json_is \
-                '[(p["total"], p["free"], p["reserved"], p["domains"]) for n in d["nodes"] if n["node"] == 1 for p in n["pages"] if p["size"] == "2M"]' \
-                "[(512, 500, 0, [])]"
-        run --socket "$TMP/hp.sock" hugepages
-        ok "kvmtuned hugepages: table with the domains column" out_has "^1  *2M  *512  *500  *0  *-$"
-        if [ "$uid" -eq 0 ]; then
-                run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 64
-                ok "hugepages reserve: exit 0" rc_is 0
-                ok "hugepages reserve: the result line" out_has "^node 0 2M: 64 requested, 64 reserved$"
-                ok "hugepages reserve: written under the sysfs root" test "$(cat "$TMP/hp/$HP2M/nr_hugepages")" = 64
-                run --socket "$TMP/hp.sock" --json hugepages
-                ok "hugepages after reserve: the pool is re-read" json_is \
-                        '[p["total"] for n in d["nodes"] if n["node"] == 0 for p in n["pages"] if p["size"] == "2M"]' "[64]"
-                run --socket "$TMP/hp.sock" hugepages reserve --size 1G --node 1 --count 0
-                ok "hugepages reserve below the pages in use: exit 0" rc_is 0
-                ok "hugepages reserve below the pages in use: clamped" out_has "0 requested, 2 reserved (clamped: 2 pages in use"
-                ok "clamped pool written as 2" test "$(cat "$TMP/hp/$HP1G/nr_hugepages")" = 2
-                run --socket "$TMP/hp.sock" --json hugepages reserve --size 1G --node 0 --count 3
-                ok "hugepages reserve --json: the result object" json_is \
-                        '(d["node"], d["size"], d["requested"], d["reserved"], d["short"], d["clamped"])' \
-                        "(0, '1G', 3, 3, 0, False)"
-                # hp-2node mounts hugetlbfs for 2M pages only (its proc/mounts, not the host's).
-                ok "hugepages reserve --json: a 1G pool without a 1G mount warns" json_is \
-                        '"hugetlbfs -o pagesize=1G hugetlbfs /dev/hugepages1G" in d["warning"]' True
-                run --socket "$TMP/hp.sock" hugepages reserve --size 1G --node 0 --count 4
-                ok "hugepages reserve 1G: exit 0" rc_is 0
-                ok "hugepages reserve 1G: the warning says libvirt cannot use the pages, and the fix" out_has \
-                        "^warning: no hugetlbfs mount for 1G pages: libvirt cannot back guests with 1G pages until one is mounted: mkdir -p /dev/hugepages1G && mount -t hugetlbfs -o pagesize=1G hugetlbfs /dev/hugepages1G, then restart virtqemud"
-                run --socket "$TMP/hp.sock" --json hugepages reserve --size 2M --node 0 --count 64
-                ok "hugepages reserve 2M with a 2M mount: no warning" json_is '"warning" in d' False
-                ok "hugepages reserve that is not short: no boot command line" json_is '"boot_cmdline" in d' False
-                # A kernel that grants fewer pages: 4 of them stay surplus (nr_hugepages
-                # counts them, so the persistent pool read back is 4 short).
-                echo 4 >"$TMP/hp/$HP2M/surplus_hugepages"
-                run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 100
-                ok "hugepages reserve, kernel grants fewer: exit 1" rc_is 1
-                ok "hugepages reserve, kernel grants fewer: short line" out_has "^node 0 2M: 100 requested, 96 reserved (short by 4"
-                ok "hugepages reserve, kernel grants fewer: the boot command line (kernel 6.1: per node)" out_has \
-                        "^to reserve these pages at boot, add to the kernel command line: hugepagesz=2M hugepages=0:100$"
-                ok "hugepages reserve, kernel 6.1: no old-kernel note" sh -c "! grep -q '^(kernel' '$TMP/out'"
-                echo 5.10.0-28-amd64 >"$TMP/hp/proc/sys/kernel/osrelease"
-                run --socket "$TMP/hp.sock" --json hugepages reserve --size 2M --node 0 --count 100
-                ok "hugepages reserve --json, kernel grants fewer: exit 1" rc_is 1
-                ok "hugepages reserve --json: boot_cmdline, a plain total before 5.16" json_is \
-                        '(d["short"], d["boot_cmdline"])' "(4, 'hugepagesz=2M hugepages=100')"
-                ok "hugepages reserve --json: boot_note names the kernel" json_is \
-                        '"kernel 5.10.0-28-amd64 takes no per-node counts before 5.16" in d["boot_note"]' True
-                run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 100
-                ok "hugepages reserve, old kernel: the note in the human output" out_has \
-                        "^(kernel 5.10.0-28-amd64 takes no per-node counts before 5.16: the boot-time total is spread evenly over the nodes)$"
-                echo 0 >"$TMP/hp/$HP2M/surplus_hugepages"
-                run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 5 --count 1
-                ok "hugepages reserve on a missing node: exit 1" rc_is 1
-                ok "hugepages reserve on a missing node: named" err_has "no NUMA node 5"
-                rm "$TMP/hp/$HP2M/nr_hugepages"
-                run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 8
-                ok "hugepages reserve on a pool sysfs lacks: exit 1" rc_is 1
-                ok "hugepages reserve on a pool sysfs lacks: says so" err_has "node 0 2M: 8 requested, error: "
-        else
-                run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 64
-                ok "hugepages reserve as a non-root user: exit 1" rc_is 1
-                ok "hugepages reserve as a non-root user: permission denied" err_has "permission denied"
-                ok "hugepages reserve as a non-root user: nothing written" test "$(cat "$TMP/hp/$HP2M/nr_hugepages")" = 0
-        fi
-        kill "$FAKE_PID"; wait "$FAKE_PID" 2>/dev/null; FAKE_PID=
-
-        "$BUILDDIR/daemon/kvmtuned" --socket "$TMP/hp.sock" --connect test:///default --config "$TMP/empty.conf" \
-                --topology "$TOPOLOGIES/2s-xeon-platinum8168-skylake-smt.xml" 2>>"$TMP/kvmtuned-hp.log" &
-        FAKE_PID=$!
-        wait_socket "$TMP/hp.sock"
-        if [ "$uid" -eq 0 ]; then
-                run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 1
-                ok "hugepages reserve on a --topology file without --sysfs-root: exit 1" rc_is 1
-                ok "hugepages reserve without live pools: says why" err_has "no pools to change"
-        fi
-        kill "$FAKE_PID"; wait "$FAKE_PID" 2>/dev/null; FAKE_PID=
+        ok "hugepages after reserve: the pool is re-read" json_is \
+                '[p["total"] for n in d["nodes"] if n["node"] == 0 for p in n["pages"] if p["size"] == "2M"]' "[64]"
+        run --socket "$TMP/hp.sock" hugepages reserve --size 1G --node 1 --count 0
+        ok "hugepages reserve below the pages in use: exit 0" rc_is 0
+        ok "hugepages reserve below the pages in use: clamped" out_has "0 requested, 2 reserved (clamped: 2 pages in use"
+        ok "clamped pool written as 2" test "$(cat "$TMP/hp/$HP1G/nr_hugepages")" = 2
+        run --socket "$TMP/hp.sock" --json hugepages reserve --size 1G --node 0 --count 3
+        ok "hugepages reserve --json: the result object" json_is \
+                '(d["node"], d["size"], d["requested"], d["reserved"], d["short"], d["clamped"])' \
+                "(0, '1G', 3, 3, 0, False)"
+        # hp-2node mounts hugetlbfs for 2M pages only (its proc/mounts, not the host's).
+        ok "hugepages reserve --json: a 1G pool without a 1G mount warns" json_is \
+                '"hugetlbfs -o pagesize=1G hugetlbfs /dev/hugepages1G" in d["warning"]' True
+        run --socket "$TMP/hp.sock" hugepages reserve --size 1G --node 0 --count 4
+        ok "hugepages reserve 1G: exit 0" rc_is 0
+        ok "hugepages reserve 1G: the warning says libvirt cannot use the pages, and the fix" out_has \
+                "^warning: no hugetlbfs mount for 1G pages: libvirt cannot back guests with 1G pages until one is mounted: mkdir -p /dev/hugepages1G && mount -t hugetlbfs -o pagesize=1G hugetlbfs /dev/hugepages1G, then restart virtqemud"
+        run --socket "$TMP/hp.sock" --json hugepages reserve --size 2M --node 0 --count 64
+        ok "hugepages reserve 2M with a 2M mount: no warning" json_is '"warning" in d' False
+        ok "hugepages reserve that is not short: no boot command line" json_is '"boot_cmdline" in d' False
+        # A kernel that grants fewer pages: 4 of them stay surplus (nr_hugepages
+        # counts them, so the persistent pool read back is 4 short).
+        echo 4 >"$TMP/hp/$HP2M/surplus_hugepages"
+        run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 100
+        ok "hugepages reserve, kernel grants fewer: exit 1" rc_is 1
+        ok "hugepages reserve, kernel grants fewer: short line" out_has "^node 0 2M: 100 requested, 96 reserved (short by 4"
+        ok "hugepages reserve, kernel grants fewer: the boot command line (kernel 6.1: per node)" out_has \
+                "^to reserve these pages at boot, add to the kernel command line: hugepagesz=2M hugepages=0:100$"
+        ok "hugepages reserve, kernel 6.1: no old-kernel note" sh -c "! grep -q '^(kernel' '$TMP/out'"
+        echo 5.10.0-28-amd64 >"$TMP/hp/proc/sys/kernel/osrelease"
+        run --socket "$TMP/hp.sock" --json hugepages reserve --size 2M --node 0 --count 100
+        ok "hugepages reserve --json, kernel grants fewer: exit 1" rc_is 1
+        ok "hugepages reserve --json: boot_cmdline, a plain total before 5.16" json_is \
+                '(d["short"], d["boot_cmdline"])' "(4, 'hugepagesz=2M hugepages=100')"
+        ok "hugepages reserve --json: boot_note names the kernel" json_is \
+                '"kernel 5.10.0-28-amd64 takes no per-node counts before 5.16" in d["boot_note"]' True
+        run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 100
+        ok "hugepages reserve, old kernel: the note in the human output" out_has \
+                "^(kernel 5.10.0-28-amd64 takes no per-node counts before 5.16: the boot-time total is spread evenly over the nodes)$"
+        echo 0 >"$TMP/hp/$HP2M/surplus_hugepages"
+        run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 5 --count 1
+        ok "hugepages reserve on a missing node: exit 1" rc_is 1
+        ok "hugepages reserve on a missing node: named" err_has "no NUMA node 5"
+        rm "$TMP/hp/$HP2M/nr_hugepages"
+        run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 8
+        ok "hugepages reserve on a pool sysfs lacks: exit 1" rc_is 1
+        ok "hugepages reserve on a pool sysfs lacks: says so" err_has "node 0 2M: 8 requested, error: "
+else
+        run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 64
+        ok "hugepages reserve as a non-root user: exit 1" rc_is 1
+        ok "hugepages reserve as a non-root user: permission denied" err_has "permission denied"
+        ok "hugepages reserve as a non-root user: nothing written" test "$(cat "$TMP/hp/$HP2M/nr_hugepages")" = 0
 fi
+stop_daemon
+
+start_kvmtuned "$TMP/hp.sock" "$TMP/kvmtuned-hp2.log" \
+        --topology "$TOPOLOGIES/2s-xeon-platinum8168-skylake-smt.xml"
+if [ "$uid" -eq 0 ]; then
+        run --socket "$TMP/hp.sock" hugepages reserve --size 2M --node 0 --count 1
+        ok "hugepages reserve on a --topology file without --sysfs-root: exit 1" rc_is 1
+        ok "hugepages reserve without live pools: says why" err_has "no pools to change"
+fi
+stop_daemon
 
 # --- bash completion (without the bash-completion package's helpers) -------------
 "$FAKE" "$SOCK" "$uid" &
-FAKE_PID=$!
+DAEMON_PID=$!
 wait_socket "$SOCK"
 COMPLETION="$SRCDIR/contrib/bash-completion/kvmtunectl"
 complete_words() {  # complete_words WORD...: the last word is the one completed
@@ -390,27 +334,23 @@ TOPO="$TOPOLOGIES/2s-xeon-platinum8168-skylake-smt.xml"
 WL="$FIXTURES/workloads/skylake-mix.json"
 run plan --topology "$TMP/missing.xml" --workload "$WL"
 ok "offline plan, missing topology: exit 1" rc_is 1
-if [ -r "$TOPO" ] && [ -r "$WL" ]; then
-        run --socket "$TMP/none.sock" plan --topology "$TOPO" --workload "$WL"
-        ok "offline plan needs no daemon: exit 0" rc_is 0
-        ok "offline plan: a table" out_has "db1"
-        run --json plan --topology "$TOPO" --workload "$WL"
-        ok "offline plan --json: valid JSON" json_ok
-        ok "offline plan --json: results and summary" json_is '"results" in d and "summary" in d' True
-        run plan --topology "$TOPO" --workload "$FIXTURES/workloads/not-json.json"
-        ok "offline plan, workload not JSON: exit 1" rc_is 1
-        HP="$FIXTURES/workloads/skylake-hugepages.json"
-        run --json plan --topology "$TOPO" --workload "$HP"
-        ok "offline plan without --sysfs-root: no hugepage pools in the XML, every hugepage domain refused" \
-                json_is 'd["summary"]["placed"]' 0
-        ok "offline plan without --sysfs-root: a shared 2M domain is refused too, naming the pages" \
-                json_is '[r["refused"] for r in d["results"] if r.get("name") == "small"][0]' \
-                "needs 512 MiB of 2M pages; free: node 0: 0, node 1: 0 pages; short by 256 pages on node 0"
-        run --json plan --topology "$TOPO" --workload "$HP" --sysfs-root "$FIXTURES/sysfs-2node"
-        ok "offline plan --sysfs-root: hugepage pools read below it" json_is 'd["summary"]["placed"]' 3
-else
-        skip "offline plan on skylake-smt" "${no_topologies:-$TOPO or $WL missing}"
-fi
+run --socket "$TMP/none.sock" plan --topology "$TOPO" --workload "$WL"
+ok "offline plan needs no daemon: exit 0" rc_is 0
+ok "offline plan: a table" out_has "db1"
+run --json plan --topology "$TOPO" --workload "$WL"
+ok "offline plan --json: valid JSON" json_ok
+ok "offline plan --json: results and summary" json_is '"results" in d and "summary" in d' True
+run plan --topology "$TOPO" --workload "$FIXTURES/workloads/not-json.json"
+ok "offline plan, workload not JSON: exit 1" rc_is 1
+HP="$FIXTURES/workloads/skylake-hugepages.json"
+run --json plan --topology "$TOPO" --workload "$HP"
+ok "offline plan without --sysfs-root: no hugepage pools in the XML, every hugepage domain refused" \
+        json_is 'd["summary"]["placed"]' 0
+ok "offline plan without --sysfs-root: a shared 2M domain is refused too, naming the pages" \
+        json_is '[r["refused"] for r in d["results"] if r.get("name") == "small"][0]' \
+        "needs 512 MiB of 2M pages; free: node 0: 0, node 1: 0 pages; short by 256 pages on node 0"
+run --json plan --topology "$TOPO" --workload "$HP" --sysfs-root "$FIXTURES/sysfs-2node"
+ok "offline plan --sysfs-root: hugepage pools read below it" json_is 'd["summary"]["placed"]' 3
 
 echo "1..$n"
 [ "$failed" -eq 0 ]

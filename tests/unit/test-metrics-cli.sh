@@ -4,21 +4,9 @@
 # Prometheus text (format 0.0.4), checked by the validator below since
 # promtool is not available, and shows the pools and counters. TAP output.
 
-BUILDDIR=${BUILDDIR:-.}
-SRCDIR=${SRCDIR:-.}
-CTL="$BUILDDIR/cli/kvmtunectl"
-TOPOLOGIES=${TOPOLOGIES:-$SRCDIR/../shared/topologies}
-FIXTURES=${FIXTURES:-$SRCDIR/tests/fixtures}
-
-. "$(dirname "$0")/../tap.sh"
-
-TMP=$(mktemp -d /tmp/test-metrics.XXXXXX) || exit 99
-PID=
-cleanup() {
-        [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-        rm -rf "$TMP"
-}
-trap cleanup EXIT
+TEST_NAME=test-metrics
+. "$(dirname "$0")/cli-lib.sh"
+CTL_SOCKET="$TMP/k.sock"
 
 # --- the validator: prom_check FILE ----------------------------------------------
 # Every sample belongs to a family announced by exactly one HELP and one TYPE
@@ -173,24 +161,12 @@ METRICS_SAMPLE="$TMP/sample.prom" "$BUILDDIR/tests/unit/test-metrics" >/dev/null
 ok "unit sample: valid Prometheus text" prom_check "$TMP/sample.prom"
 
 # --- the real kvmtuned ----------------------------------------------------------------
-# It runs on an hwloc export from $TOPOLOGIES, outside the repository.
-if [ ! -d "$TOPOLOGIES" ]; then
-        skip "kvmtunectl metrics from kvmtuned on skylake with hp-2node" "no topologies at $TOPOLOGIES"
-        echo "1..$n"
-        [ "$failed" -eq 0 ]
-        exit
-fi
 # hp-2node: node 1 has 2M 512 pages (500 free) and 1G 4 pages (2 free).
 cp -R "$FIXTURES/hp-2node" "$TMP/hp"
-: >"$TMP/empty.conf"
-"$BUILDDIR/daemon/kvmtuned" --socket "$TMP/k.sock" --connect test:///default --config "$TMP/empty.conf" \
-        --sysfs-root "$TMP/hp" --topology "$TOPOLOGIES/2s-xeon-platinum8168-skylake-smt.xml" \
-        2>"$TMP/kvmtuned.log" &
-PID=$!
-i=0
-while [ ! -S "$TMP/k.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-"$CTL" --socket "$TMP/k.sock" metrics >"$TMP/out" 2>"$TMP/err"
-ok "kvmtunectl metrics: exit 0" test $? -eq 0
+start_kvmtuned "$TMP/k.sock" "$TMP/kvmtuned.log" \
+        --sysfs-root "$TMP/hp" --topology "$TOPOLOGIES/2s-xeon-platinum8168-skylake-smt.xml"
+run metrics
+ok "kvmtunectl metrics: exit 0" rc_is 0
 ok "kvmtunectl metrics: valid Prometheus text" prom_check "$TMP/out"
 has() { grep -qx -- "$1" "$TMP/out" || { echo "#   no line '$1'"; return 1; }; }
 ok "libvirt connected" has 'kvmtuned_libvirt_connected 1'
@@ -222,9 +198,9 @@ mkdir "$TMP/textfile"
 ok "textfile collector recipe: one complete .prom file" prom_check "$TMP/textfile/kvmtuned.prom"
 ok "textfile collector recipe: no temporary file left" test "$(ls "$TMP/textfile")" = kvmtuned.prom
 
-kill "$PID"; wait "$PID" 2>/dev/null; PID=
-"$CTL" --socket "$TMP/k.sock" metrics >"$TMP/out" 2>"$TMP/err"
-ok "daemon gone: exit 3, nothing on stdout" test $? -eq 3 -a ! -s "$TMP/out"
+stop_daemon
+run metrics
+ok "daemon gone: exit 3, nothing on stdout" test "$rc" -eq 3 -a ! -s "$TMP/out"
 
 echo "1..$n"
 [ "$failed" -eq 0 ]

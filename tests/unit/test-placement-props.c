@@ -1,5 +1,5 @@
 /* Property tests: seeded random workloads (arrivals and departures, mixed sizes
- * and policies) on every topology in $TOPOLOGIES and a few synthetic hosts. The
+ * and policies) on every export in tests/data/topologies and a few synthetic hosts. The
  * invariants are checked after every step; one TAP line per topology and property. */
 #include "config.h"
 
@@ -11,6 +11,7 @@
 #include "kvmtune/placement.h"
 #include "kvmtune/util.h"
 #include "tap.h"
+#include "test-data.h"
 
 #define STEPS 3000
 #define MAXDOM 512
@@ -453,19 +454,15 @@ static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void run_shared_topologies(void) {
-        const char *dir = getenv("TOPOLOGIES"), *why = tap_no_topologies(dir);
+static void run_exports(void) {
+        const char *dir = test_topologies_dir();
         char *names[64];
         int n = 0;
         DIR *d;
         struct dirent *de;
 
-        if (why) {
-                tap_skip(why, "the properties on every export in $TOPOLOGIES");
-                return;
-        }
         if (!(d = opendir(dir))) {
-                ok(0, "TOPOLOGIES directory readable (%s)", dir ? dir : "unset");
+                ok(0, "topologies directory readable (%s)", dir);
                 return;
         }
         while ((de = readdir(d)) && n < 64)
@@ -490,7 +487,7 @@ int main(void) {
                 "Package:2 [NUMANode] L3Cache:1 Core:6 PU:2(indexes=package:core)",
         };
 
-        run_shared_topologies();
+        run_exports();
         for (unsigned i = 0; i < ELEMENTSOF(synthetic); i++)
                 run_topology(TOPO_SOURCE_SYNTHETIC, synthetic[i], synthetic[i], 12345 + i);
         return tap_done();

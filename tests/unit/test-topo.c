@@ -13,15 +13,13 @@
 #include "kvmtune/topo.h"
 #include "kvmtune/util.h"
 #include "tap.h"
+#include "test-data.h"
 
 #define SYN_2NODE "Package:2 [NUMANode(memory=8GiB)] L3Cache:1 Core:4 PU:2(indexes=core)"
 #define SYN_4NODE "Package:2 Group:2 [NUMANode(memory=4GiB)] L3Cache:1 Core:2 PU:2(indexes=core)"
 #define GIB_KIB (1024ULL * 1024)
 
-static const char *topologies, *fixtures;
-static const char *no_topologies;   /* why the checks on the exports skip, NULL when they run */
-
-/* The README table of $TOPOLOGIES: NUMA as hwloc counts it, L3 domains,
+/* The README table of tests/data/topologies: NUMA as hwloc counts it, L3 domains,
  * online cores and PUs, max PUs per core, PCI devices with I/O kept. */
 static const struct expect {
         const char *file;
@@ -50,17 +48,12 @@ static void topo_freep(struct topo **t) {
 }
 #define _cleanup_topo_ _cleanup_(topo_freep)
 
-/* NULL, after one skip line for the checks on it, without the exports. */
+/* NULL, after a failed check, when it does not load. */
 static struct topo *load_file(const char *name) {
-        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *path = test_topology(name);
         struct topo *t = NULL;
         int r;
 
-        if (no_topologies) {
-                tap_skip(no_topologies, "%s: loads, and the checks on it", name);
-                return NULL;
-        }
-        path = xasprintf("%s/%s", topologies, name);
         r = topo_load(TOPO_SOURCE_XML, path, NULL, &t);
         if (!ok(r == 0, "%s loads", name))
                 printf("#   error %d\n", r);
@@ -256,13 +249,10 @@ static int xml_filter(const struct dirent *d) {
 }
 
 static void test_all_files(void) {
+        const char *topologies = test_topologies_dir();
         struct dirent **list;
         int n;
 
-        if (no_topologies) {
-                tap_skip(no_topologies, "the %zu exports: load, invariants, README counts", ELEMENTSOF(expects));
-                return;
-        }
         n = scandir(topologies, &list, xml_filter, alphasort);
         if (!ok(n >= (int)ELEMENTSOF(expects), "%s has the %zu topologies", topologies,
                 ELEMENTSOF(expects)))
@@ -511,7 +501,7 @@ static bool pool_is(const struct topo *t, int n, int page, uint64_t total, uint6
 }
 
 static void test_sysfs_2node(void) {
-        _cleanup_free_ char *root = xasprintf("%s/sysfs-2node", fixtures);
+        _cleanup_free_ char *root = test_fixture("sysfs-2node");
         _cleanup_topo_ struct topo *t = load_synthetic(SYN_2NODE, root);
 
         if (!t)
@@ -529,7 +519,7 @@ static void test_sysfs_2node(void) {
 }
 
 static void test_sysfs_4node(void) {
-        _cleanup_free_ char *root = xasprintf("%s/sysfs-4node", fixtures);
+        _cleanup_free_ char *root = test_fixture("sysfs-4node");
         _cleanup_topo_ struct topo *t = load_synthetic(SYN_4NODE, root);
         bool lists = true;
 
@@ -555,7 +545,7 @@ static void copy_tree(const char *from, const char *to) {
 }
 
 static void test_refresh(void) {
-        _cleanup_free_ char *src = xasprintf("%s/sysfs-2node", fixtures);
+        _cleanup_free_ char *src = test_fixture("sysfs-2node");
         _cleanup_free_ char *cmd = NULL;
         _cleanup_topo_ struct topo *t = NULL;
         char root[] = "/tmp/test-topo.XXXXXX";
@@ -645,11 +635,6 @@ static void test_live(void) {
 }
 
 int main(void) {
-        topologies = getenv("TOPOLOGIES");
-        fixtures = getenv("FIXTURES");
-        if (!topologies || !fixtures)
-                tap_skip_all("TOPOLOGIES and FIXTURES not set (run through make check)");
-        no_topologies = tap_no_topologies(topologies);
         test_all_files();
         test_power9();
         test_haswell_offline();

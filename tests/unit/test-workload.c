@@ -6,6 +6,7 @@
 #include "kvmtune/util.h"
 #include "kvmtune/workload.h"
 #include "tap.h"
+#include "test-data.h"
 
 #define SKYLAKE "2s-xeon-platinum8168-skylake-smt.xml"   /* node 0: 0-23,48-71; siblings i/i+48 */
 #define ROME "2s-epyc-7402-rome-nps4-smt-3coreccx-gpu-ib.xml"
@@ -15,38 +16,14 @@ static inline void workload_freep(struct workload **w) { workload_free(*w); }
 static inline void topo_freep(struct topo **t) { topo_free(*t); }
 #define _cleanup_json_ _cleanup_(json_putp)
 
-static char *path_of(const char *env, const char *fallback, const char *name) {
-        const char *dir = getenv(env) ?: fallback;
-
-        return xasprintf("%s/%s", dir, name);
-}
-
-static const char *topologies_dir(void) {
-        return getenv("TOPOLOGIES") ?: "../shared/topologies";
-}
-
-static char *topology(const char *name) {
-        return xasprintf("%s/%s", topologies_dir(), name);
-}
-
-/* Runs TEST, or without the exports one skip line for its checks. */
-static void with_topologies(void (*test)(void), const char *what) {
-        const char *why = tap_no_topologies(topologies_dir());
-
-        if (why)
-                tap_skip(why, "%s", what);
-        else
-                test();
-}
-
 static char *workload_file(const char *name) {
-        _cleanup_free_ char *sub = xasprintf("workloads/%s", name);
+        _cleanup_free_ char *rel = xasprintf("workloads/%s", name);
 
-        return path_of("FIXTURES", "tests/fixtures", sub);
+        return test_fixture(rel);
 }
 
 static struct topo *load_topo(const char *name) {
-        _cleanup_free_ char *path = topology(name);
+        _cleanup_free_ char *path = test_topology(name);
         struct topo *t = NULL;
         int r = topo_load(TOPO_SOURCE_XML, path, NULL, &t);
 
@@ -346,7 +323,7 @@ struct run {
 };
 
 static struct run run_plan(const char *topo_name, const char *workload_name, bool json) {
-        _cleanup_free_ char *tp = topo_name ? topology(topo_name) : NULL;
+        _cleanup_free_ char *tp = topo_name ? test_topology(topo_name) : NULL;
         _cleanup_free_ char *wp = workload_name ? workload_file(workload_name) : NULL;
         struct run r = { 0 };
         size_t n1, n2;
@@ -418,8 +395,8 @@ static void test_human_output(void) {
 /* Hugepage pools from a sysfs root (another module's fixture, read only): node 0
  * has 2 free 1G pages and 500 free 2M pages, node 1 one free 1G page. */
 static void test_hugepages(void) {
-        _cleanup_free_ char *tp = topology(SKYLAKE), *wp = workload_file("skylake-hugepages.json");
-        _cleanup_free_ char *root = path_of("FIXTURES", "tests/fixtures", "sysfs-2node");
+        _cleanup_free_ char *tp = test_topology(SKYLAKE), *wp = workload_file("skylake-hugepages.json");
+        _cleanup_free_ char *root = test_fixture("sysfs-2node");
         _cleanup_json_ struct json_object *doc = NULL;
         struct json_object *res;
         char *out = NULL, *err = NULL;
@@ -545,15 +522,15 @@ int main(void) {
         test_policy_errors();
         test_sequence_errors();
         test_parse_ok();
-        with_topologies(test_skylake, "skylake: replay of skylake-mix.json");
-        with_topologies(test_rome, "rome: replay of rome-split.json");
-        with_topologies(test_reserved, "reserved_cpus on skylake");
-        with_topologies(test_json_output, "plan --json on skylake");
-        with_topologies(test_human_output, "plan on skylake");
-        with_topologies(test_hugepages, "hugepages: plan on skylake with sysfs-2node");
+        test_skylake();
+        test_rome();
+        test_reserved();
+        test_json_output();
+        test_human_output();
+        test_hugepages();
         test_exit_codes();
         test_render_lists();
         test_render_table();
-        with_topologies(test_render_plan, "render plan on skylake");
+        test_render_plan();
         return tap_done();
 }
