@@ -7,7 +7,8 @@
 #                       $rc, $TMP/out, $TMP/err
 #   rc_is N, out_has RE, err_has RE, json_ok, json_is PYTHON-EXPR EXPECTED
 #   start_kvmtuned SOCKET LOG [ARGS...]   the real kvmtuned on libvirt's
-#                       in-process test driver, empty config; $DAEMON_PID
+#                       in-process test driver with the config $KVMTUNED_CONF
+#                       (default: empty); $DAEMON_PID
 #   stop_daemon         stops $DAEMON_PID and waits for it
 
 BUILDDIR=${BUILDDIR:-.}
@@ -54,7 +55,8 @@ json_is() {  # json_is PYTHON-EXPR EXPECTED: evaluates EXPR on the document d
 start_kvmtuned() {
         sock=$1 log=$2
         shift 2
-        "$KVMTUNED" --socket "$sock" --connect test:///default --config "$TMP/empty.conf" "$@" 2>"$log" &
+        "$KVMTUNED" --socket "$sock" --connect test:///default --config "${KVMTUNED_CONF:-$TMP/empty.conf}" \
+                "$@" 2>"$log" &
         DAEMON_PID=$!
         wait_socket "$sock"
 }
