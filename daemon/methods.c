@@ -585,121 +585,181 @@ static int methods_metrics(void *userdata, struct json_object *params,
 /* ---- Advise, AdviseApply (privileged) ------------------------------------------ */
 
 static inline void methods_domainp(virDomainPtr *dom) { if (*dom) virDomainFree(*dom); }
-static inline void methods_domxmlp(struct domxml **x) { domxml_free(*x); }
 
-/* The persistent definition of a domain by name, as a malloc'd string. */
-static int methods_advise_xml(struct daemon *d, const char *name, char **ret, char **ret_error) {
-        _cleanup_(methods_domainp) virDomainPtr dom = NULL;
-        virErrorPtr e;
+static char *methods_libvirt_error(void) {
+        virErrorPtr e = virGetLastError();
 
-        if (!d->conn || !d->connected) {
-                *ret_error = xstrdup("libvirt is not connected, retrying in the background");
-                return -ENOTCONN;
-        }
-        dom = virDomainLookupByName(d->conn, name);
-        if (!dom) {
-                *ret_error = xasprintf("no domain '%s' defined in libvirt", name);
-                return -ENOENT;
-        }
+        return xstrdup(e && e->message ? e->message : "unknown error");
+}
+
+/* The persistent definition of a domain, as a malloc'd string. */
+static int methods_advise_xml(virDomainPtr dom, const char *name, char **ret, char **ret_error) {
+        _cleanup_free_ char *e = NULL;
+
         *ret = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE | VIR_DOMAIN_XML_SECURE);
         if (*ret)
                 return 0;
-        e = virGetLastError();
-        *ret_error = xasprintf("cannot read the definition of '%s': %s", name,
-                               e && e->message ? e->message : "unknown error");
+        e = methods_libvirt_error();
+        *ret_error = xasprintf("cannot read the definition of '%s': %s", name, e);
         return -EIO;
-}
-
-/* The policy the domain gets: configuration plus its own metadata. */
-static void methods_advise_policy(struct daemon *d, const char *name, const char *xml,
-                                  struct policy *ret) {
-        _cleanup_(methods_domxmlp) struct domxml *x = NULL;
-
-        if (domxml_parse(xml, strlen(xml), &x, NULL, 0) < 0)
-                x = NULL;
-        conf_policy_for(d->conf, name, x && x->has_policy ? &x->policy : NULL, ret);
 }
 
 static int methods_advise_define(struct daemon *d, const char *name, const char *xml, char **ret_error) {
         virDomainPtr dom = virDomainDefineXML(d->conn, xml);
-        virErrorPtr e;
+        _cleanup_free_ char *e = NULL;
 
         if (dom) {
                 virDomainFree(dom);
                 log_info("Advise: applied safe tuning to the definition of %s", name);
                 return 0;
         }
-        e = virGetLastError();
-        *ret_error = xasprintf("libvirt refused the tuned definition of '%s': %s", name,
-                               e && e->message ? e->message : "unknown error");
+        e = methods_libvirt_error();
+        *ret_error = xasprintf("libvirt refused the tuned definition of '%s': %s", name, e);
         return -EIO;
 }
 
-static struct json_object *methods_finding_json(const struct advise_finding *f) {
-        struct json_object *o = json_object_new_object();
-
-        jadd(o, "id", jstr(f->id));
-        jadd(o, "severity", jstr(f->severity));
-        jadd(o, "target", jstr(f->target));
-        jadd(o, "message", jstr(f->message));
-        jadd(o, "fix", jstr(f->fix));
-        jadd(o, "applied", json_object_new_boolean(f->applied));
-        return o;
-}
-
-static struct json_object *methods_advise_json(const char *name, const struct advise_result *res,
-                                               bool apply) {
-        struct json_object *o = json_object_new_object();
-        struct json_object *arr = json_object_new_array();
-
-        for (size_t i = 0; i < res->nfinding; i++)
-                json_object_array_add(arr, methods_finding_json(&res->findings[i]));
-        jadd(o, "name", jstr(name));
-        jadd(o, "findings", arr);
-        jadd(o, "applied", json_object_new_int(res->napplied));
-        if (apply && res->napplied > 0)
-                jadd(o, "note", jstr("applies at the next guest start"));
-        return o;
-}
-
-static int methods_advise_run(struct daemon *d, struct json_object *params, bool apply,
-                              struct json_object **ret_result, char **ret_error) {
-        const char *name = methods_param_string(params, "name");
+/* Audits one domain against the configuration and the host: its own dedicated
+ * placement when it has one, else where the engine would put it now. */
+static int methods_advise_one(struct daemon *d, virDomainPtr dom, const char *name, bool apply,
+                              struct advise_result *ret, char **ret_error) {
+        const struct domain *dm = domains_find(d, name);
+        struct advise_request req = {
+                .conf = d->conf, .apply = apply, .topo = d->topo, .alloc = d->alloc,
+                .plan = dm && dm->placed && dm->plan.dedicated ? &dm->plan : NULL,
+        };
         _cleanup_free_ char *xml = NULL;
-        struct advise_result res;
-        struct policy pol;
         char err[256] = "";
-        int r;
+        int r = methods_advise_xml(dom, name, &xml, ret_error);
 
-        if (!name) {
-                *ret_error = xstrdup("Advise needs a domain \"name\"");
-                return -EINVAL;
-        }
-        r = methods_advise_xml(d, name, &xml, ret_error);
         if (r < 0)
                 return r;
-        methods_advise_policy(d, name, xml, &pol);
-        r = advise_audit(xml, strlen(xml), &pol, apply, &res, err, sizeof err);
-        if (r < 0) {
+        r = advise_audit(xml, strlen(xml), &req, ret, err, sizeof err);
+        if (r < 0)
                 *ret_error = xasprintf("definition of '%s': %s", name, err);
+        return r;
+}
+
+static int methods_advise_connected(struct daemon *d, char **ret_error) {
+        if (d->conn && d->connected)
+                return 0;
+        *ret_error = xstrdup("libvirt is not connected, retrying in the background");
+        return -ENOTCONN;
+}
+
+static int methods_advise_run(struct daemon *d, const char *name, bool apply,
+                              struct json_object **ret_result, char **ret_error) {
+        _cleanup_(methods_domainp) virDomainPtr dom = NULL;
+        struct advise_result res;
+        int r = methods_advise_connected(d, ret_error);
+
+        if (r < 0)
                 return r;
+        if (!(dom = virDomainLookupByName(d->conn, name))) {
+                *ret_error = xasprintf("no domain '%s' defined in libvirt", name);
+                return -ENOENT;
         }
+        r = methods_advise_one(d, dom, name, apply, &res, ret_error);
+        if (r < 0)
+                return r;
         if (apply && res.napplied > 0)
                 r = methods_advise_define(d, name, res.xml, ret_error);
-        if (r >= 0)
-                *ret_result = methods_advise_json(name, &res, apply);
+        if (r >= 0) {
+                *ret_result = render_advise_json(&res);
+                if (apply && res.napplied > 0)
+                        jadd(*ret_result, "note", jstr("applies at the next guest start"));
+        }
         advise_result_done(&res);
         return r < 0 ? r : 0;
 }
 
+/* {"domains", "warning", "info", "failed"} summed over the audits. */
+static struct json_object *methods_advise_total(struct json_object *arr) {
+        int64_t warning = 0, info = 0, failed = 0;
+        struct json_object *o = json_object_new_object(), *counts, *v;
+        size_t n = json_object_array_length(arr);
+
+        for (size_t i = 0; i < n; i++) {
+                if (!json_object_object_get_ex(json_object_array_get_idx(arr, i), "counts", &counts)) {
+                        failed++;
+                        continue;
+                }
+                warning += json_object_object_get_ex(counts, "warning", &v) ? json_object_get_int64(v) : 0;
+                info += json_object_object_get_ex(counts, "info", &v) ? json_object_get_int64(v) : 0;
+        }
+        jadd(o, "domains", json_object_new_int64((int64_t) n));
+        jadd(o, "warning", json_object_new_int64(warning));
+        jadd(o, "info", json_object_new_int64(info));
+        jadd(o, "failed", json_object_new_int64(failed));
+        return o;
+}
+
+/* Every defined domain: its audit, or why it could not be audited. */
+static struct json_object *methods_advise_all_json(struct daemon *d, virDomainPtr *doms, int n) {
+        struct json_object *arr = json_object_new_array();
+
+        for (int i = 0; i < n; i++) {
+                const char *name = virDomainGetName(doms[i]);
+                _cleanup_free_ char *error = NULL;
+                struct advise_result res;
+                struct json_object *o;
+
+                if (methods_advise_one(d, doms[i], name, false, &res, &error) < 0) {
+                        o = json_object_new_object();
+                        jadd(o, "name", jstr(name));
+                        jadd(o, "error", jstr(error));
+                } else {
+                        o = render_advise_json(&res);
+                        advise_result_done(&res);
+                }
+                json_object_array_add(arr, o);
+        }
+        return arr;
+}
+
+static int methods_advise_all(struct daemon *d, struct json_object **ret_result, char **ret_error) {
+        virDomainPtr *doms = NULL;
+        int n, r = methods_advise_connected(d, ret_error);
+
+        if (r < 0)
+                return r;
+        n = virConnectListAllDomains(d->conn, &doms, VIR_CONNECT_LIST_DOMAINS_PERSISTENT);
+        if (n < 0) {
+                _cleanup_free_ char *e = methods_libvirt_error();
+                *ret_error = xasprintf("cannot list the domains: %s", e);
+                return -EIO;
+        }
+        *ret_result = json_object_new_object();
+        jadd(*ret_result, "domains", methods_advise_all_json(d, doms, n));
+        jadd(*ret_result, "total", methods_advise_total(json_object_object_get(*ret_result, "domains")));
+        for (int i = 0; i < n; i++)
+                virDomainFree(doms[i]);
+        free(doms);
+        return 0;
+}
+
 static int methods_advise(void *userdata, struct json_object *params,
                           struct json_object **ret_result, char **ret_error) {
-        return methods_advise_run(userdata, params, false, ret_result, ret_error);
+        const char *name = methods_param_string(params, "name");
+        struct json_object *all = NULL;
+
+        if (json_object_object_get_ex(params, "all", &all) && json_object_get_boolean(all))
+                return methods_advise_all(userdata, ret_result, ret_error);
+        if (!name) {
+                *ret_error = xstrdup("Advise needs a domain \"name\" or \"all\": true");
+                return -EINVAL;
+        }
+        return methods_advise_run(userdata, name, false, ret_result, ret_error);
 }
 
 static int methods_advise_apply(void *userdata, struct json_object *params,
                                 struct json_object **ret_result, char **ret_error) {
-        return methods_advise_run(userdata, params, true, ret_result, ret_error);
+        const char *name = methods_param_string(params, "name");
+
+        if (!name) {
+                *ret_error = xstrdup("AdviseApply needs a domain \"name\"");
+                return -EINVAL;
+        }
+        return methods_advise_run(userdata, name, true, ret_result, ret_error);
 }
 
 /* ---- Rebalance, Reload (privileged) -------------------------------------------- */

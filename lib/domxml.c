@@ -14,17 +14,9 @@
 #include "kvmtune/util.h"
 #include "xmltree.h"
 
-/* Domain XML comes from libvirt or the hook's stdin; anything bigger is not a domain. */
-#define DOMXML_MAX_SIZE (4u * 1024 * 1024)
 #define DOMXML_MAX_ITEMS 4096           /* vCPUs, iothreads, pins, hostdevs */
-/* No NOENT (never substitute entities), no DTDLOAD, no network. */
-#define DOMXML_PARSE_FLAGS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA)
 
-static inline void xmlFreeDocp(xmlDoc **d) { if (*d) xmlFreeDoc(*d); }
-static inline void xmlFreep(xmlChar **s) { if (*s) xmlFree(*s); }
 static inline void domxml_freep(struct domxml **d) { domxml_free(*d); }
-#define _cleanup_xmldoc_ _cleanup_(xmlFreeDocp)
-#define _cleanup_xmlchar_ _cleanup_(xmlFreep)
 
 #define fail(err, errlen, ...) error_set((err), (errlen), -EINVAL, __VA_ARGS__)
 
@@ -63,20 +55,6 @@ static char *text_dup(const xmlNode *n) {
         return xstrndup(s, e - s);
 }
 
-static int parse_u64(const char *s, int base, uint64_t *ret) {
-        unsigned long long v;
-        char *end;
-
-        if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-                return -EINVAL;
-        errno = 0;
-        v = strtoull(s, &end, base);
-        if (errno || *end)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 static int parse_int(const char *s, int min, int max, int *ret) {
         long v;
         char *end;
@@ -91,59 +69,7 @@ static int parse_int(const char *s, int min, int max, int *ret) {
         return 0;
 }
 
-/* ---- memory sizes: libvirt's unit= attribute -------------------------------- */
-
-/* Like libvirt's virScaleInteger(): "b"/"bytes", then k/M/G/T/P/E alone or with
- * "iB" (powers of 1024) or "B" (powers of 1000), case-insensitive; none: KiB. */
-static int unit_bytes(const char *unit, uint64_t *ret) {
-        static const char prefixes[] = "kmgtpe";
-        const char *p;
-        uint64_t base, v = 1;
-
-        if (!unit || !*unit) {
-                *ret = 1024;
-                return 0;
-        }
-        if (strcasecmp(unit, "b") == 0 || strcasecmp(unit, "bytes") == 0) {
-                *ret = 1;
-                return 0;
-        }
-        if (!(p = strchr(prefixes, tolower((unsigned char) *unit))))
-                return -EINVAL;
-        if (!unit[1] || strcasecmp(unit + 1, "iB") == 0)
-                base = 1024;
-        else if (strcasecmp(unit + 1, "B") == 0)
-                base = 1000;
-        else
-                return -EINVAL;
-        for (long i = 0; i <= p - prefixes; i++)
-                v *= base;
-        *ret = v;
-        return 0;
-}
-
-/* Value with unit= to KiB, rounded up like libvirt does. */
-static int size_kib(const xmlNode *n, const char *value, const char *what, uint64_t *ret,
-                    char *err, size_t errlen) {
-        _cleanup_xmlchar_ xmlChar *unit = attr(n, "unit");
-        uint64_t v, mult;
-
-        if (unit_bytes((const char *) unit, &mult) < 0)
-                return fail(err, errlen, "%s: unknown unit \"%s\"", what, (const char *) unit);
-        if (parse_u64(value, 10, &v) < 0)
-                return fail(err, errlen, "%s: invalid size \"%s\"", what, value ? value : "");
-        if (v > UINT64_MAX / mult)
-                return fail(err, errlen, "%s: size %s%s is too large", what, value, (const char *) unit);
-        *ret = v * mult / 1024 + (v * mult % 1024 != 0);
-        return 0;
-}
-
 /* ---- the policy element ------------------------------------------------------ */
-
-static bool is_ns_elem(const xmlNode *n, const char *href, const char *name) {
-        return n && n->type == XML_ELEMENT_NODE && n->ns && n->ns->href &&
-               xmlStrEqual(n->ns->href, BAD_CAST href) && (!name || xmlStrEqual(n->name, BAD_CAST name));
-}
 
 static int policy_from_node(const xmlNode *n, struct policy *ret, char *err, size_t errlen) {
         struct policy p;
@@ -164,49 +90,6 @@ static int policy_from_node(const xmlNode *n, struct policy *ret, char *err, siz
         }
         *ret = p;
         return 0;
-}
-
-static void discard_error(void *ctx, const char *msg, ...) {
-}
-
-/* XML_PARSE_NOERROR does not cover encoding errors, which libxml2 prints
- * through its generic handler: silence it for this parse only. */
-static xmlDoc *read_quietly(const char *xml, int len) {
-        xmlGenericErrorFunc saved = xmlGenericError;
-        void *saved_ctx = xmlGenericErrorContext;
-        xmlDoc *doc;
-
-        xmlSetGenericErrorFunc(NULL, discard_error);
-        doc = xmlReadMemory(xml, len, "domain.xml", NULL, DOMXML_PARSE_FLAGS);
-        xmlSetGenericErrorFunc(saved_ctx, saved);
-        return doc;
-}
-
-static int parse_error(char *err, size_t errlen) {
-        const xmlError *e = xmlGetLastError();
-        const char *msg = e && e->message ? e->message : "parse error";
-        int n = (int) strlen(msg);
-
-        while (n > 0 && msg[n - 1] == '\n')
-                n--;
-        return fail(err, errlen, "not well-formed XML: line %d: %.*s", e ? e->line : 0, n, msg);
-}
-
-static xmlDoc *read_xml(const char *xml, size_t len, char *err, size_t errlen) {
-        xmlDoc *doc;
-
-        if (!xml || len == 0)
-                return fail(err, errlen, "empty document"), NULL;
-        if (len > DOMXML_MAX_SIZE)
-                return fail(err, errlen, "document too large (%zu bytes, limit %u)", len, DOMXML_MAX_SIZE), NULL;
-        xmlResetLastError();
-        if (!(doc = read_quietly(xml, (int) len)))
-                return parse_error(err, errlen), NULL;
-        if (doc->intSubset || doc->extSubset) {  /* libvirt never writes a DTD; entities are an attack */
-                xmlFreeDoc(doc);
-                return fail(err, errlen, "document type declarations are not allowed"), NULL;
-        }
-        return doc;
 }
 
 int domxml_parse_policy(const char *xml, struct policy *ret, char *err, size_t errlen) {
@@ -481,14 +364,9 @@ static int read_domain(const xmlNode *root, struct domxml *d, char *err, size_t 
         return 0;
 }
 
-int domxml_parse(const char *xml, size_t len, struct domxml **ret, char *err, size_t errlen) {
-        _cleanup_xmldoc_ xmlDoc *doc = read_xml(xml, len, err, errlen);
+int domxml_read_root(const xmlNode *root, struct domxml **ret, char *err, size_t errlen) {
         _cleanup_(domxml_freep) struct domxml *d = NULL;
-        xmlNode *root;
 
-        if (!doc)
-                return -EINVAL;
-        root = xmlDocGetRootElement(doc);
         if (root && root->ns && xmlStrEqual(root->name, BAD_CAST "domain"))
                 return fail(err, errlen, "root element <domain> is in namespace %s, not libvirt's",
                             root->ns->href ? (const char *) root->ns->href : "");
@@ -501,6 +379,14 @@ int domxml_parse(const char *xml, size_t len, struct domxml **ret, char *err, si
         *ret = d;
         d = NULL;
         return 0;
+}
+
+int domxml_parse(const char *xml, size_t len, struct domxml **ret, char *err, size_t errlen) {
+        _cleanup_xmldoc_ xmlDoc *doc = read_xml(xml, len, err, errlen);
+
+        if (!doc)
+                return -EINVAL;
+        return domxml_read_root(xmlDocGetRootElement(doc), ret, err, errlen);
 }
 
 static void pins_free(struct domxml_pin *p, int n) {

@@ -292,3 +292,35 @@ void table_print(const struct table *tb, FILE *f) {
         for (int r = 0; r < tb->nrow; r++)
                 print_row(&tb->rows[r], width, f);
 }
+
+static struct json_object *render_finding_json(const struct advise_finding *f) {
+        struct json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "id", json_object_new_string(f->id));
+        json_object_object_add(o, "severity", json_object_new_string(f->severity));
+        json_object_object_add(o, "target", json_object_new_string(f->target));
+        json_object_object_add(o, "message", json_object_new_string(f->message));
+        json_object_object_add(o, "fix", json_object_new_string(f->fix));
+        json_object_object_add(o, "source", json_object_new_string(f->source ? f->source : ""));
+        json_object_object_add(o, "applied", json_object_new_boolean(f->applied));
+        return o;
+}
+
+struct json_object *render_advise_json(const struct advise_result *res) {
+        struct json_object *o = json_object_new_object();
+        struct json_object *arr = json_object_new_array();
+        struct json_object *counts = json_object_new_object();
+
+        for (size_t i = 0; i < res->nfinding; i++)
+                json_object_array_add(arr, render_finding_json(&res->findings[i]));
+        json_object_object_add(counts, "warning", json_object_new_int(res->nwarning));
+        json_object_object_add(counts, "info", json_object_new_int(res->ninfo));
+        json_object_object_add(o, "name", json_object_new_string(res->name ? res->name : ""));
+        json_object_object_add(o, "policy", render_policy_json(&res->policy));
+        json_object_object_add(o, "findings", arr);
+        json_object_object_add(o, "counts", counts);
+        json_object_object_add(o, "applied", json_object_new_int(res->napplied));
+        if (res->note[0])
+                json_object_object_add(o, "skipped", json_object_new_string(res->note));
+        return o;
+}

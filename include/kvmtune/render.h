@@ -8,6 +8,7 @@
 #include <hwloc.h>
 #include <json-c/json.h>
 
+#include "kvmtune/advise.h"
 #include "kvmtune/placement.h"
 #include "kvmtune/policy.h"
 #include "kvmtune/topo.h"
@@ -36,6 +37,11 @@ struct json_object *render_domain_json(const struct topo *t, const struct alloc 
 struct json_object *render_domain_json_ids(const struct topo *t, const struct alloc *a, const struct plan *p,
                                            const struct policy *pol, const char *name,
                                            const int *iothread_ids);
+
+/* An audit (SPEC.md advise): {"name", "policy", "findings": [{"id", "severity",
+ * "target", "message", "fix", "source", "applied"}], "counts": {"warning",
+ * "info"}, "applied": n} plus "skipped" when a check could not run (why). New reference. */
+struct json_object *render_advise_json(const struct advise_result *res);
 
 /* Human one-liners for a plan. malloc'd, owned by the caller.
  * render_plan_nodes: node os indexes "0" or "0,1".

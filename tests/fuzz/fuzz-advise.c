@@ -18,15 +18,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct policy p;
         char err[256];
 
+        struct advise_request req = { .options = &p };
+
         policy_init_default(&p);
-        p.cpu = POLICY_CPU_DEDICATED;
-        if (advise_audit((const char *)data, size, &p, false, &r, err, sizeof err) >= 0)
+        policy_set(&p, "cpu", "dedicated");
+        if (advise_audit((const char *)data, size, &req, &r, err, sizeof err) >= 0)
                 advise_result_done(&r);
         r = (struct advise_result){ 0 };
-        if (advise_audit((const char *)data, size, &p, true, &r, err, sizeof err) < 0)
+        req.apply = true;
+        if (advise_audit((const char *)data, size, &req, &r, err, sizeof err) < 0)
                 return 0;
         if (r.xml) {
-                assert(advise_audit(r.xml, strlen(r.xml), &p, true, &again, err, sizeof err) >= 0);
+                assert(advise_audit(r.xml, strlen(r.xml), &req, &again, err, sizeof err) >= 0);
                 assert(again.napplied == 0);
                 advise_result_done(&again);
         }

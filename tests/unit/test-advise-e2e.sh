@@ -22,7 +22,7 @@ run --json advise test
 ok "advise test: exit 0" rc_is 0
 ok "advise test: the answer's shape" json_is \
         'sorted(d) + sorted(d["findings"][0])' \
-        "['applied', 'findings', 'name', 'applied', 'fix', 'id', 'message', 'severity', 'target']"
+        "['applied', 'counts', 'findings', 'name', 'policy', 'applied', 'fix', 'id', 'message', 'severity', 'source', 'target']"
 ok "advise test: disk findings, nothing applied" json_is \
         '[(f["id"], f["target"], f["applied"]) for f in d["findings"]] + [d["applied"]]' \
         "[('disk-cache', 'disk vda', False), ('disk-iothread', 'disk vda', False), 0]"
