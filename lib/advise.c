@@ -817,8 +817,11 @@ static bool advise_numa_checkable(struct advise *a, uint64_t *ret_total) {
         xmlNode *vcpu = child(a->dom, "vcpu"), *mem = child(a->dom, "memory");
         _cleanup_xmlchar_ xmlChar *text = mem ? xmlNodeGetContent(mem) : NULL;
 
-        if (!advise_dedicated_cpu(a) || !a->req || !a->req->topo)
+        if (!advise_dedicated_cpu(a))
                 return false;
+        if (!a->req->topo)
+                return snprintf(a->note, sizeof a->note, "guest NUMA view not checked: no host "
+                                "topology"), false;
         if (number_of(vcpu, "current", 0) && number_of(vcpu, "current", 0) != number_of(vcpu, NULL, 1))
                 return snprintf(a->note, sizeof a->note, "guest NUMA view not checked: fewer vCPUs "
                                 "online than defined"), false;
@@ -863,11 +866,27 @@ static void advise_dedicated(struct advise *a) {
 
 /* ---- entry ---------------------------------------------------------------------- */
 
+/* Drops whitespace-only text, so the fixed definition comes out indented
+ * throughout, new elements included. */
+static void advise_strip_blanks(xmlNode *n) {
+        xmlNode *c = n->children, *next;
+
+        for (; c; c = next) {
+                next = c->next;
+                if (c->type == XML_TEXT_NODE && xmlIsBlankNode(c)) {
+                        xmlUnlinkNode(c);
+                        xmlFreeNode(c);
+                } else if (c->type == XML_ELEMENT_NODE)
+                        advise_strip_blanks(c);
+        }
+}
+
 static char *advise_serialize(xmlDoc *doc, xmlNode *root) {
         xmlBuffer *buf = xmlBufferCreate();
         char *s;
 
-        xmlNodeDump(buf, doc, root, 0, 0);
+        advise_strip_blanks(root);
+        xmlNodeDump(buf, doc, root, 0, 1);
         s = xstrdup((const char *) xmlBufferContent(buf));
         xmlBufferFree(buf);
         return s;

@@ -7,6 +7,7 @@
 
 #include "kvmtune/util.h"
 #include "kvmtune/advise.h"
+#include "kvmtune/conf.h"
 #include "tap.h"
 #include "test-data.h"
 
@@ -197,7 +198,101 @@ static void test_no_driver(void) {
         advise_result_done(&r);
 }
 
+static int audit_req(const char *xml, const struct advise_request *req, struct advise_result *r, char *s, size_t len) {
+        char err[256] = "";
+        int n = advise_audit(xml, strlen(xml), req, r, err, sizeof err);
+
+        if (n < 0)
+                printf("# %s\n", err);
+        else
+                summary(r, s, len);
+        return n;
+}
+
+#define NIC(type, model, extra) "<interface type='" type "'><mac address='52:54:00:00:00:01'/>" \
+        "<model type='" model "'/>" extra "</interface>"
+
+/* Multiqueue: N from the vCPUs (capped), vhost only where KVM runs, nothing for slirp. */
+static void test_net(void) {
+        static const char kvm16[] = "<domain type='kvm'><name>n</name><vcpu>24</vcpu><cpu mode='host-passthrough'/><devices>"
+                NIC("bridge", "virtio", "") NIC("user", "virtio", "") NIC("network", "rtl8139", "") "</devices></domain>";
+        static const char tcg2[] = "<domain type='qemu'><name>n</name><vcpu>2</vcpu><devices>"
+                NIC("ethernet", "virtio", "<driver name='qemu'/>") "</devices></domain>";
+        static const char one[] = "<domain type='kvm'><name>n</name><vcpu>1</vcpu><cpu mode='host-passthrough'/><devices>"
+                NIC("bridge", "virtio", "") "</devices></domain>";
+        struct advise_request req = { .apply = true };
+        struct advise_result r;
+        char s[1024];
+
+        is_int(audit_req(kvm16, &req, &r, s, sizeof s), 2, "net: two findings");
+        is_str(s, "warning:net-multiqueue@interface 52:54:00:00:00:01+,warning:net-model@interface 52:54:00:00:00:01",
+               "net: bridge multiqueue applied, user skipped, rtl8139 advised");
+        ok(r.xml && strstr(r.xml, "<driver name=\"vhost\" queues=\"16\"/>"), "net: vhost, 16 queues at most on 24 vCPUs");
+        advise_result_done(&r);
+        is_int(audit_req(tcg2, &req, &r, s, sizeof s), 1, "net tcg: one finding");
+        ok(r.xml && strstr(r.xml, "<driver name=\"qemu\" queues=\"2\"/>"), "net tcg: queues=2, the driver name kept (no vhost without KVM)");
+        advise_result_done(&r);
+        is_int(audit_req(one, &req, &r, s, sizeof s), 0, "net: one vCPU, no multiqueue");
+        advise_result_done(&r);
+}
+
+/* <iothreadids> get the new ids too; devices already on their own are left. */
+static void test_iothreadids(void) {
+        static const char xml[] = "<domain type='kvm'><name>io</name><vcpu>2</vcpu><cpu mode='host-passthrough'/>"
+                "<iothreadids><iothread id='4'/></iothreadids><devices>"
+                "<disk type='file' device='disk'><driver name='qemu' iothread='4'/><target dev='vda' bus='virtio'/></disk>"
+                "<disk type='file' device='disk'><driver name='qemu' cache='none'/><target dev='vdb' bus='virtio'/></disk>"
+                "<disk type='file' device='disk'><driver name='qemu' cache='none' iothread='4'/><target dev='vdc' bus='virtio'/></disk>"
+                "<disk type='file' device='cdrom'><target dev='sda' bus='sata'/></disk>"
+                "<controller type='scsi' model='lsilogic'/></devices></domain>";
+        struct advise_request req = { .apply = true };
+        struct advise_result r;
+        char s[1024];
+
+        is_int(audit_req(xml, &req, &r, s, sizeof s), 3, "iothreadids: three findings");
+        is_str(s, "warning:disk-cache@disk vda+,warning:disk-iothread@disk vdb+,warning:disk-iothread@disk vdc+",
+               "iothreadids: vdb alone, vdc shares 4 with vda, cdrom and lsilogic left alone");
+        ok(r.xml && strstr(r.xml, "<iothread id=\"4\"/>\n    <iothread id=\"5\"/>\n    <iothread id=\"6\"/>"),
+           "iothreadids: ids 5 and 6 defined");
+        ok(r.xml && strstr(r.xml, "<iothreads>6</iothreads>"), "iothreadids: <iothreads> counts them");
+        advise_result_done(&r);
+}
+
+/* Built-in defaults < configuration < metadata < options. */
+static void test_policy_layers(void) {
+        static const char xml[] = "<domain type='kvm'><name>db7</name><vcpu>2</vcpu><devices>"
+                "<memballoon model='virtio'/></devices></domain>";
+        static const char meta[] = "<domain type='kvm'><name>db7</name><vcpu>2</vcpu><metadata>"
+                "<p:policy xmlns:p='urn:kvmtuned:tuning:1' cpu='shared'/></metadata><devices>"
+                "<memballoon model='virtio'/></devices></domain>";
+        struct conf *c = NULL;
+        struct policy opts;
+        struct advise_request req = {};
+        struct advise_result r;
+        char err[256], s[1024];
+
+        is_int(conf_load_string("t.conf", "[domain \"db*\"]\ncpu = dedicated\n", &c, err, sizeof err), 0, "layers: config");
+        req.conf = c;
+        audit_req(xml, &req, &r, s, sizeof s);
+        ok(strstr(s, "memballoon") != NULL && r.policy.source == POLICY_SOURCE_CONFIG, "layers: the config makes it dedicated");
+        advise_result_done(&r);
+        audit_req(meta, &req, &r, s, sizeof s);
+        ok(!strstr(s, "memballoon") && r.policy.source == POLICY_SOURCE_METADATA, "layers: the metadata wins over the config");
+        advise_result_done(&r);
+        policy_init_default(&opts);
+        policy_set(&opts, "cpu", "dedicated");
+        opts.source = POLICY_SOURCE_REQUEST;
+        req.options = &opts;
+        audit_req(meta, &req, &r, s, sizeof s);
+        ok(strstr(s, "memballoon") && r.policy.source == POLICY_SOURCE_REQUEST, "layers: options win over the metadata");
+        advise_result_done(&r);
+        conf_free(c);
+}
+
 int main(void) {
+        test_net();
+        test_iothreadids();
+        test_policy_layers();
         test_untuned();
         test_untuned_dedicated();
         test_apply();
