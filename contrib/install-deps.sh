@@ -7,4 +7,5 @@ apt-get install -y -q --no-install-recommends \
         build-essential autoconf automake libtool pkg-config \
         libvirt-dev libhwloc-dev libnuma-dev libsystemd-dev libjson-c-dev libxml2-dev \
         libvirt-daemon-system libvirt-clients qemu-system-x86 \
-        hwloc-nox mandoc systemd systemd-container procps jq util-linux python3 clang >/dev/null
+        hwloc-nox mandoc systemd systemd-container procps jq util-linux python3 clang \
+        universal-ctags >/dev/null
