@@ -1,6 +1,6 @@
 /* Golden files for advised definitions: each case audits an input from
  * tests/fixtures/advise/golden/ with --apply (policy options, and a host
- * topology from $TOPOLOGIES for the guest NUMA view) and compares the findings
+ * topology from tests/data/topologies for the guest NUMA view) and compares the findings
  * and the fixed XML with CASE.out beside it; a diff is the failure message.
  * KVMTUNED_TEST_REGENERATE=1 rewrites the .out files instead. Every case is
  * also re-audited: nothing that --apply claims to fix may be left. */
@@ -13,6 +13,7 @@
 #include "kvmtune/topo.h"
 #include "kvmtune/util.h"
 #include "tap.h"
+#include "test-data.h"
 
 struct golden_case {
         const char *name;               /* CASE.out */
@@ -133,7 +134,7 @@ static void golden_reaudit(const struct advise_request *req, const struct advise
         advise_result_done(&again);
 }
 
-static void golden_run(const char *dir, const char *topodir, const struct golden_case *c) {
+static void golden_run(const char *dir, const struct golden_case *c) {
         _cleanup_free_ char *in = xasprintf("%s/%s", dir, c->input);
         _cleanup_free_ char *out = xasprintf("%s/%s.out", dir, c->name);
         _cleanup_free_ char *xml = slurp(in);
@@ -144,9 +145,9 @@ static void golden_run(const char *dir, const char *topodir, const struct golden
         char err[256] = "";
 
         if (c->topology) {
-                _cleanup_free_ char *tp = xasprintf("%s/%s", topodir ? topodir : "", c->topology);
-                if (!topodir || topo_load(TOPO_SOURCE_XML, tp, NULL, &t) < 0) {
-                        tap_skip(tap_no_topologies(topodir) ?: "cannot load it", "%s: on %s", c->name, c->topology);
+                _cleanup_free_ char *tp = test_topology(c->topology);
+                if (topo_load(TOPO_SOURCE_XML, tp, NULL, &t) < 0) {
+                        ok(false, "%s: cannot load %s", c->name, tp);
                         return;
                 }
         }
@@ -165,13 +166,9 @@ static void golden_run(const char *dir, const char *topodir, const struct golden
 }
 
 int main(void) {
-        const char *fixtures = getenv("FIXTURES") ?: "tests/fixtures";
-        const char *topodir = getenv("TOPOLOGIES");
-        _cleanup_free_ char *dir = xasprintf("%s/advise/golden", fixtures);
+        _cleanup_free_ char *dir = test_fixture("advise/golden");
 
-        if (tap_no_topologies(topodir))
-                topodir = NULL;
         for (size_t i = 0; i < ELEMENTSOF(cases); i++)
-                golden_run(dir, topodir, &cases[i]);
+                golden_run(dir, &cases[i]);
         return tap_done();
 }
