@@ -42,12 +42,18 @@ struct ctl_server {
         size_t n_methods;
         void *userdata;
         struct ctl_conn *conns;
-        unsigned n_conns, max_conns;
+        unsigned n_conns, max_conns, max_per_uid;
         uint64_t idle_usec;
         uid_t privileged_uid;
 };
 
 /* --- connections ------------------------------------------------------------ */
+
+/* Root, or the uid a test set: may call privileged methods, has room kept. */
+static bool server_is_privileged(const struct ctl_server *s, uid_t uid) {
+        return uid == s->privileged_uid;
+}
+
 
 static void conn_free(struct ctl_conn *c) {
         struct ctl_server *s = c->server;
@@ -128,7 +134,7 @@ static char *conn_dispatch(struct ctl_conn *c, const char *line, size_t len) {
         if (!m) {
                 error = xasprintf("unknown method '%s'", req.method);
                 reply = proto_error_format(PROTO_ERROR_UNKNOWN_METHOD, error);
-        } else if (m->privileged && c->uid != c->server->privileged_uid) {
+        } else if (m->privileged && !server_is_privileged(c->server, c->uid)) {
                 error = xasprintf("permission denied: %s needs root", m->name);
                 reply = proto_error_format(PROTO_ERROR_PERMISSION_DENIED, error);
         } else
@@ -256,13 +262,13 @@ static uid_t peer_uid(int fd) {
         return uc.uid;
 }
 
-static int conn_new(struct ctl_server *s, int fd) {
+static int conn_new(struct ctl_server *s, int fd, uid_t uid) {
         struct ctl_conn *c = xcalloc(1, sizeof(*c));
         int r;
 
         c->server = s;
         c->fd = fd;
-        c->uid = peer_uid(fd);
+        c->uid = uid;
         c->next = s->conns;
         if (s->conns)
                 s->conns->prev = c;
@@ -281,13 +287,35 @@ static int conn_new(struct ctl_server *s, int fd) {
 
 /* --- listening socket ------------------------------------------------------- */
 
-static void refuse_busy(int fd, unsigned max) {
-        char msg[96];
-        _cleanup_free_ char *reply = NULL;
+/* Why a client of this uid cannot have one more connection, or NULL when it
+ * can. Root (the privileged uid, which the hook also runs as) may use every
+ * connection; other uids share all but a quarter kept for root, and none may
+ * hold more than max_per_uid, so no local user can lock root or the hook out. */
+static char *server_refusal(const struct ctl_server *s, uid_t uid) {
+        unsigned mine = 0, unprivileged = 0, kept = (s->max_conns + 3) / 4;
 
-        snprintf(msg, sizeof(msg), "too many clients (limit %u), try again later", max);
-        reply = proto_error_format(PROTO_ERROR_TOO_MANY_CLIENTS, msg);
-        /* Best effort: a fresh socket buffer takes this small reply at once. */
+        if (s->n_conns >= s->max_conns)
+                return xasprintf("too many clients (limit %u), try again later", s->max_conns);
+        if (server_is_privileged(s, uid))
+                return NULL;
+        for (const struct ctl_conn *c = s->conns; c; c = c->next) {
+                mine += c->uid == uid;
+                unprivileged += !server_is_privileged(s, c->uid);
+        }
+        if (mine >= s->max_per_uid)
+                return xasprintf("too many connections from uid %u (limit %u per user), try again later",
+                                 (unsigned) uid, s->max_per_uid);
+        if (unprivileged + kept >= s->max_conns)
+                return xasprintf("too many clients (%u, the last %u of %u are kept for root), try again later",
+                                 unprivileged, kept, s->max_conns);
+        return NULL;
+}
+
+/* Tell the client why in one line before closing: best effort, a fresh socket
+ * buffer takes this small reply at once. */
+static void refuse_client(int fd, const char *why) {
+        _cleanup_free_ char *reply = proto_error_format(PROTO_ERROR_TOO_MANY_CLIENTS, why);
+
         (void) send(fd, reply, strlen(reply), MSG_DONTWAIT | MSG_NOSIGNAL);
         close(fd);
 }
@@ -312,6 +340,17 @@ static void server_pause_accept(struct ctl_server *s, int err) {
         sd_event_source_set_enabled(s->accept_retry, SD_EVENT_ONESHOT);
 }
 
+static void server_admit(struct ctl_server *s, int fd) {
+        uid_t uid = peer_uid(fd);
+        _cleanup_free_ char *why = server_refusal(s, uid);
+
+        if (why) {
+                log_debug("ctl: refusing a client of uid %u: %s", (unsigned) uid, why);
+                refuse_client(fd, why);
+        } else if (conn_new(s, fd, uid) < 0)
+                log_warning("ctl: cannot watch a new client, closing it");
+}
+
 static int server_on_accept(sd_event_source *src, int lfd, uint32_t revents, void *userdata) {
         struct ctl_server *s = userdata;
 
@@ -324,11 +363,7 @@ static int server_on_accept(sd_event_source *src, int lfd, uint32_t revents, voi
                 }
                 if (fd < 0)
                         return 0;       /* EAGAIN, or the client is gone already */
-                if (s->n_conns >= s->max_conns) {
-                        log_debug("ctl: %u clients connected, refusing another", s->n_conns);
-                        refuse_busy(fd, s->max_conns);
-                } else if (conn_new(s, fd) < 0)
-                        log_warning("ctl: cannot watch a new client, closing it");
+                server_admit(s, fd);
         }
 }
 
@@ -416,6 +451,7 @@ int ctl_server_new(sd_event *e, const char *path, int listen_fd,
         s->n_methods = n_methods;
         s->userdata = userdata;
         s->max_conns = CTL_MAX_CONNECTIONS_DEFAULT;
+        s->max_per_uid = CTL_MAX_PER_UID_DEFAULT;
         s->idle_usec = CTL_IDLE_TIMEOUT_USEC_DEFAULT;
         if (listen_fd >= 0) {
                 r = adopt_listen_fd(listen_fd);
@@ -454,6 +490,10 @@ struct ctl_server *ctl_server_free(struct ctl_server *s) {
 
 void ctl_server_set_max_connections(struct ctl_server *s, unsigned max) {
         s->max_conns = max;
+}
+
+void ctl_server_set_max_per_uid(struct ctl_server *s, unsigned max) {
+        s->max_per_uid = max;
 }
 
 void ctl_server_set_idle_timeout(struct ctl_server *s, uint64_t usec) {

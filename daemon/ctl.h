@@ -7,7 +7,12 @@
  * connection that neither completes a request nor takes reply bytes for longer
  * than the idle timeout (default 10 s) is closed: a request trickled in a byte
  * at a time must still arrive whole within it.
- * Connections beyond the cap (default 32) get an error reply and are closed.
+ * Connections are capped per peer uid (taken at accept): root, the privileged
+ * uid, may use all of them (default 32), which the libvirt hook, running as
+ * root, relies on; any other uid at most 8, and all other uids together never
+ * more than three quarters, so no local user can lock root or the hook out.
+ * A connection beyond a cap gets one line, error "too-many-clients" saying
+ * which cap, and is closed.
  *
  * Authorisation: the peer's uid is taken with SO_PEERCRED at accept. Anyone the
  * socket file's mode admits (0666) may call read-only methods; methods marked
@@ -24,6 +29,7 @@
 #include <systemd/sd-event.h>
 
 #define CTL_MAX_CONNECTIONS_DEFAULT 32
+#define CTL_MAX_PER_UID_DEFAULT 8
 #define CTL_IDLE_TIMEOUT_USEC_DEFAULT (10ULL * 1000000ULL)
 
 struct ctl_server;
@@ -127,6 +133,7 @@ struct ctl_server *ctl_server_free(struct ctl_server *s);
 
 /* Tuning, mainly for tests. */
 void ctl_server_set_max_connections(struct ctl_server *s, unsigned max);
+void ctl_server_set_max_per_uid(struct ctl_server *s, unsigned max);
 void ctl_server_set_idle_timeout(struct ctl_server *s, uint64_t usec);
 /* The peer uid allowed to call privileged methods (default 0, root). Tests
  * running as root set another uid to see the refusal, getuid() the success. */

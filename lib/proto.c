@@ -332,7 +332,9 @@ int proto_call(int fd, const char *method, struct json_object *params,
         int r;
 
         r = send_all(fd, req, strlen(req), deadline);
-        if (r >= 0)
+        /* A server that refuses the connection says why in one line before it
+         * closes, maybe before the request went out: read that line. */
+        if (r >= 0 || r == -EPIPE || r == -ECONNRESET)
                 r = recv_line(fd, &b, deadline, &len);
         if (r >= 0)
                 r = proto_reply_parse(b.data, len, ret);

@@ -127,7 +127,8 @@ int proto_sockaddr(const char *path, struct sockaddr_un *ret);
 
 /* Send one request on fd and read its reply, giving up after timeout_ms (for the
  * whole exchange; <= 0: no limit). Returns 0 with *ret filled (a daemon error is
- * still 0: look at ret->error_code), -ETIMEDOUT, -ECONNRESET when the daemon
+ * still 0: look at ret->error_code, also for a connection the daemon refused
+ * before the request went out), -ETIMEDOUT, -ECONNRESET when the daemon
  * closed the connection without a reply, -EBADMSG for a malformed reply, or
  * another negative errno from the socket. */
 int proto_call(int fd, const char *method, struct json_object *params,

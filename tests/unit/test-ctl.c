@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <grp.h>
 #include <time.h>
 
 #include "../../daemon/ctl.h"
@@ -417,6 +418,167 @@ static void test_permissions(void) {
         server_stop(pid);
 }
 
+/* One call on an open connection, kept open: "ok", or the error code and
+ * message of the reply (a refused connection's parting line). */
+static char *call_keep(int fd, const char *method) {
+        struct proto_reply rep = { 0 };
+        int r = proto_call(fd, method, NULL, 5000, &rep);
+        char *code;
+
+        if (r < 0)
+                return xasprintf("call: %s", strerror(-r));
+        code = rep.error_code ? xasprintf("%s: %s", rep.error_code, rep.error_message) : xstrdup("ok");
+        proto_reply_done(&rep);
+        return code;
+}
+
+struct holder {
+        pid_t pid;
+        int from;                       /* the holder's report: one line per connection */
+};
+
+/* A child that becomes uid (root only), opens n connections to path, calls
+ * method on each and keeps them open; it reports each call's outcome as one
+ * line (see call_keep), then "done", and holds on until killed. */
+static struct holder hold_as(uid_t uid, const char *path, int n, const char *method) {
+        struct holder h = { -1, -1 };
+        int p[2];
+
+        if (pipe(p) < 0)
+                return h;
+        h.pid = fork();
+        if (h.pid == 0) {
+                FILE *out = fdopen(p[1], "w");
+
+                close(p[0]);
+                if (getuid() != uid && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+                                        setresuid(uid, uid, uid) < 0))
+                        _exit(1);
+                for (int i = 0; i < n; i++) {
+                        _cleanup_free_ char *res = call_keep(proto_connect(path), method);
+
+                        fprintf(out, "%s\n", res);
+                }
+                fprintf(out, "done\n");
+                fclose(out);
+                pause();
+                _exit(0);
+        }
+        close(p[1]);
+        h.from = p[0];
+        return h;
+}
+
+/* The holder's report, read to "done"; NULL when it died first. */
+static char *holder_report(struct holder *h) {
+        _cleanup_free_ char *all = NULL;
+        struct proto_buf b = { 0 };
+        char chunk[4096];
+        ssize_t k;
+
+        while (!(b.len && memmem(b.data, b.len, "done\n", 5)) &&
+               (k = read(h->from, chunk, sizeof(chunk))) > 0)
+                proto_buf_append(&b, chunk, (size_t) k);
+        proto_buf_append(&b, "", 1);
+        all = b.data;
+        return strstr(all, "done\n") ? xstrdup(all) : NULL;
+}
+
+static void holder_stop(struct holder *h) {
+        kill(h->pid, SIGTERM);
+        waitpid(h->pid, NULL, 0);
+        close(h->from);
+}
+
+static unsigned count_lines(const char *all, const char *prefix) {
+        unsigned n = 0;
+
+        for (const char *l = all; l && *l; l = strchr(l, '\n') + 1)
+                n += strncmp(l, prefix, strlen(prefix)) == 0;
+        return n;
+}
+
+/* One uid gets at most CTL_MAX_PER_UID_DEFAULT connections, and the next is
+ * told why. Here the tests' own uid is the unprivileged one. */
+static void test_per_uid(void) {
+        _cleanup_free_ char *path = sock_path("peruid.sock"), *all = NULL;
+        struct server_opts o = { .path = path, .listen_fd = -1, .priv_uid = getuid() + 1,
+                                   .max_conns = 32, .idle_usec = 10000000 };
+        pid_t pid = server_start(&o);
+        struct holder h = hold_as(getuid(), path, CTL_MAX_PER_UID_DEFAULT + 2, "test.Echo");
+
+        all = holder_report(&h);
+        is_int(count_lines(all, "ok\n"), CTL_MAX_PER_UID_DEFAULT, "one uid is served %d connections",
+               CTL_MAX_PER_UID_DEFAULT);
+        is_int(count_lines(all, "too-many-clients: too many connections from uid"), 2,
+               "the ones beyond are told the per-user limit");
+        if (all && !strstr(all, "(limit 8 per user), try again later"))
+                printf("# report:\n%s", all);
+        holder_stop(&h);
+        server_stop(pid);
+}
+
+/* As root: other uids never fill the connections kept for root (and the hook,
+ * which runs as root), however many they open, and they are told why. */
+static void test_root_room(void) {
+        _cleanup_free_ char *path = sock_path("room.sock"), *code = NULL;
+        struct server_opts o = { .path = path, .listen_fd = -1, .priv_uid = 0,
+                                   .max_conns = 32, .idle_usec = 10000000 };
+        struct holder h[5];
+        unsigned served = 0, kept = 0;
+        pid_t pid;
+
+        if (getuid() != 0) {
+                tap_skip("needs root to run clients as other uids", "connections kept for root");
+                return;
+        }
+        pid = server_start(&o);
+        for (unsigned i = 0; i < ELEMENTSOF(h); i++) {
+                _cleanup_free_ char *all = NULL;
+
+                h[i] = hold_as(65534 - i, path, CTL_MAX_PER_UID_DEFAULT + 1, "test.Echo");
+                all = holder_report(&h[i]);
+                served += count_lines(all, "ok\n");
+                kept += count_lines(all, "too-many-clients: too many clients (24, the last 8 of 32 are kept for root)");
+        }
+        is_int(served, 24, "five other uids together are served 24 of 32 connections");
+        ok(kept >= 1, "those beyond are told the rest is kept for root (%u)", kept);
+        code = call_code(path, "test.Priv", NULL);
+        is_str(code, "ok", "root is still served");
+        for (unsigned i = 0; i < ELEMENTSOF(h); i++)
+                holder_stop(&h[i]);
+        server_stop(pid);
+}
+
+/* As root: the uid is the client's, not the server's own. A server that took
+ * it from its listening socket would see root in every client. */
+static void test_peer_uid_as_root(void) {
+        _cleanup_free_ char *path = sock_path("peer.sock"), *all = NULL, *code = NULL;
+        struct server_opts o = { .path = path, .listen_fd = -1, .priv_uid = 0,
+                                   .max_conns = 32, .idle_usec = 10000000 };
+        struct holder h;
+        pid_t pid;
+
+        if (getuid() != 0) {
+                tap_skip("needs root to run a client as another uid", "the peer uid is the client's");
+                return;
+        }
+        pid = server_start(&o);
+        h = hold_as(65534, path, 1, "test.Priv");
+        all = holder_report(&h);
+        ok(all && strstr(all, "permission-denied: permission denied: test.Priv needs root"),
+           "uid 65534 is refused a privileged method by a root server");
+        holder_stop(&h);
+        free(all);
+        h = hold_as(65534, path, 1, "test.Echo");
+        all = holder_report(&h);
+        is_str(all, "ok\ndone\n", "uid 65534 may call a read-only method");
+        holder_stop(&h);
+        code = call_code(path, "test.Priv", NULL);
+        is_str(code, "ok", "root may call the privileged method");
+        server_stop(pid);
+}
+
 static void test_socket_file(void) {
         _cleanup_free_ char *dir = sock_path("run/kvmtuned"), *path = NULL, *code = NULL;
         struct server_opts o = { .path = NULL, .listen_fd = -1, .priv_uid = 0,
@@ -499,7 +661,7 @@ static void test_served(void) {
 
 int main(void) {
         signal(SIGPIPE, SIG_IGN);
-        if (!mkdtemp(tmpdir))
+        if (!mkdtemp(tmpdir) || chmod(tmpdir, 0755) < 0)
                 tap_skip_all("cannot create a temporary directory");
         test_served();
         test_permissions();
@@ -507,6 +669,9 @@ int main(void) {
         test_activation();
         test_idle();
         test_out_of_fds();
+        test_per_uid();
+        test_root_room();
+        test_peer_uid_as_root();
         cleanup_tmpdir();
         return tap_done();
 }

@@ -155,6 +155,24 @@ run plan --vcpus 100
 ok "plan that does not fit: exit 1" rc_is 1
 ok "plan that does not fit: reason" out_has "refused: not enough free PUs"
 
+# A uid holding its 8 connections: the next one is refused, and told why.
+python3 -c 'import socket, sys, time
+held = [socket.socket(socket.AF_UNIX) for _ in range(8)]
+for s in held:
+    s.connect(sys.argv[1])
+print("held", flush=True)
+time.sleep(30)' "$SOCK" >"$TMP/held" &
+HOLD_PID=$!
+i=0; while ! grep -q held "$TMP/held" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+run status
+ok "status with the uid's 8 connections taken: exit 1" rc_is 1
+ok "... the daemon's reason printed" err_has "^kvmtunectl: too many connections from uid $uid (limit 8 per user), try again later$"
+ok "... not 'cannot reach'" sh -c "! grep -q 'cannot reach\|no reply' '$TMP/err'"
+kill $HOLD_PID; wait $HOLD_PID 2>/dev/null
+sleep 0.1
+run status
+ok "status once they are closed: exit 0" rc_is 0
+
 run rebalance
 ok "rebalance as a non-privileged uid: exit 1" rc_is 1
 ok "rebalance: permission denied" err_has "permission denied"
