@@ -6,9 +6,8 @@
 # were refused. A server that took the peer uid from its own listening socket
 # (root) instead of the client would fail here. Needs root. TAP output.
 
-BUILDDIR=${BUILDDIR:-.}
-SRCDIR=${SRCDIR:-$(dirname "$0")/../..}
-. "$(dirname "$0")/../tap.sh"
+TEST_NAME=test-socket-uid
+. "$(dirname "$0")/cli-lib.sh"
 
 [ "$(id -u)" -eq 0 ] || { echo "1..0 # SKIP needs root to run clients as another uid"; exit 0; }
 command -v setpriv >/dev/null || { echo "1..0 # SKIP setpriv is not installed"; exit 0; }
@@ -19,18 +18,12 @@ for p in python3 /usr/bin/python3 /usr/local/bin/python3; do
         nobody "$p" -c '' 2>/dev/null && { PY=$p; break; }
 done
 [ -n "$PY" ] || { echo "1..0 # SKIP no python3 that uid 65534 can run"; exit 0; }
-TMP=$(mktemp -d /tmp/test-socket-uid.XXXXXX) || exit 99
 chmod 755 "$TMP"
-DPID= HOLD_PID=
-cleanup() {
-        [ -n "$HOLD_PID" ] && kill "$HOLD_PID" 2>/dev/null && wait "$HOLD_PID" 2>/dev/null
-        [ -n "$DPID" ] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
-        rm -rf "$TMP"
-}
-trap cleanup EXIT
+HOLD_PID=
+trap '[ -n "$HOLD_PID" ] && kill "$HOLD_PID" 2>/dev/null; cli_cleanup' EXIT
 
 SOCK=$TMP/sock
-ctl() { "$BUILDDIR/cli/kvmtunectl" --socket "$SOCK" "$@"; }
+ctl() { "$CTL" --socket "$SOCK" "$@"; }
 
 # call.py METHOD...: one request per method on a fresh connection, prints
 # "METHOD CODE" (CODE "ok" for a result).
@@ -52,10 +45,7 @@ for m in sys.argv[2:]:
 PY
 chmod 644 "$TMP/call.py"
 
-: > "$TMP/k.conf"
-"$BUILDDIR/daemon/kvmtuned" --socket "$SOCK" --connect test:///default --config "$TMP/k.conf" 2>"$TMP/log" &
-DPID=$!
-i=0; while ! ctl status >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+start_kvmtuned "$SOCK" "$TMP/log"
 ok "kvmtuned answers root" ctl status
 
 # Every method the protocol names; the mutating ones are root's.
@@ -76,7 +66,7 @@ for m in $methods; do
                 ok "uid 65534 may call $m" sh -c "grep -q '^$m ' '$TMP/nobody' && ! grep -qx '$m permission-denied' '$TMP/nobody'" ;;
         esac
 done
-nobody "$BUILDDIR/cli/kvmtunectl" --socket "$SOCK" reload >/dev/null 2>"$TMP/err"
+nobody "$CTL" --socket "$SOCK" reload >/dev/null 2>"$TMP/err"
 ok "kvmtunectl reload as uid 65534: exit 1" test $? -eq 1
 ok "... permission denied" grep -q "permission denied: kvmtune.v1.Reload needs root" "$TMP/err"
 
@@ -94,17 +84,17 @@ HOLD_PID=$!
 i=0; while ! grep -q held "$TMP/held" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 sleep 0.3
 ok "with 40 connections of uid 65534 open, root's status is served" ctl status
-ok "... and root's mutating calls" sh -c "'$BUILDDIR/cli/kvmtunectl' --socket '$SOCK' reload >/dev/null"
-nobody "$BUILDDIR/cli/kvmtunectl" --socket "$SOCK" status >/dev/null 2>"$TMP/err"
+ok "... and root's mutating calls" sh -c "'$CTL' --socket '$SOCK' reload >/dev/null"
+nobody "$CTL" --socket "$SOCK" status >/dev/null 2>"$TMP/err"
 ok "uid 65534's next client is refused: exit 1" test $? -eq 1
 ok "... and told why" grep -qx "kvmtunectl: too many connections from uid 65534 (limit 8 per user), try again later" "$TMP/err"
 kill "$HOLD_PID"; wait "$HOLD_PID" 2>/dev/null; HOLD_PID=
 sleep 0.2
-ok "once they are closed, uid 65534 is served again" nobody "$BUILDDIR/cli/kvmtunectl" --socket "$SOCK" status
+ok "once they are closed, uid 65534 is served again" nobody "$CTL" --socket "$SOCK" status
 
-kill -TERM "$DPID"; wait "$DPID"
+kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID"
 ok "kvmtuned exits 0" test $? -eq 0
-DPID=
+DAEMON_PID=
 [ $failed -eq 0 ] || sed 's/^/# log: /' "$TMP/log"
 echo "1..$n"
 [ $failed -eq 0 ]
