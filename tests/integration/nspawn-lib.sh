@@ -53,6 +53,9 @@ ct_prepare() {
                 ln -sf /dev/null "$CT_ROOT/etc/systemd/system/$u"
         done
         echo 'cgroup_controllers = [ ]' >> "$CT_ROOT/etc/libvirt/qemu.conf"
+        # An image's policy-rc.d (exit 101: "start nothing") would stop
+        # maintainer scripts from starting services, as on no real host.
+        rm -f "$CT_ROOT/usr/sbin/policy-rc.d"
         # A leftover install on the host must not look like ours.
         rm -rf "$CT_ROOT/etc/kvmtuned" "$CT_ROOT/etc/libvirt/hooks/qemu.d/kvmtuned" \
                 "$CT_ROOT"/etc/systemd/system/kvmtuned* "$CT_ROOT"/usr/local/lib/systemd/system/kvmtuned*
