@@ -8,6 +8,8 @@
 #include <limits.h>
 #include <stdbool.h>
 
+#include "kvmtune/advise.h"
+#include "kvmtune/conf.h"
 #include "kvmtune/policy.h"
 #include "kvmtune/proto.h"
 #include "kvmtune/render.h"
@@ -42,8 +44,10 @@ struct args {
         /* hugepages reserve */
         const char *size, *node, *count;
         bool reserve_opts;
+        bool plan_only;                 /* --vcpus, --memory, --iothread-count, --name, --workload */
         /* advise */
-        bool apply;
+        bool apply, all;
+        const char *xml, *config;
         char **pos;                     /* command and its arguments */
         int npos;
 };
@@ -496,20 +500,84 @@ static void advise_add_finding(struct table *tb, struct json_object *f, bool app
                 table_add_cell(tb, json_object_get_boolean(jget(f, "applied")) ? "yes" : "no");
 }
 
+static bool advise_same_source(struct json_object *findings, size_t a, size_t b) {
+        return streq(jstr(jidx(findings, a), "source"), jstr(jidx(findings, b), "source"));
+}
+
+/* The footnote number of finding i's source: its rank among distinct sources, from 1. */
+static size_t advise_source_index(struct json_object *findings, size_t i) {
+        size_t first = 0, n = 0;
+
+        while (!advise_same_source(findings, first, i))
+                first++;
+        for (size_t j = 0; j <= first; j++) {
+                size_t k = 0;
+                while (k < j && !advise_same_source(findings, k, j))
+                        k++;
+                n += k == j;
+        }
+        return n;
+}
+
+/* Why, with the measured effect, then each report and figure once. */
+static void advise_print_why(struct json_object *findings, FILE *f) {
+        size_t last = 0;
+
+        fprintf(f, "\nWhy:\n");
+        for (size_t i = 0; i < jlen(findings); i++)
+                fprintf(f, "  %s %s: %s [%zu]\n", jstr(jidx(findings, i), "target"), jstr(jidx(findings, i), "id"),
+                        jstr(jidx(findings, i), "message"), advise_source_index(findings, i));
+        fprintf(f, "\nSources:\n");
+        for (size_t i = 0; i < jlen(findings); i++)
+                if (advise_source_index(findings, i) > last)
+                        fprintf(f, "  [%zu] %s\n", ++last, jstr(jidx(findings, i), "source"));
+}
+
 static int render_advise_findings(struct json_object *r, FILE *f, bool apply) {
         _cleanup_table_ struct table *tb = table_new();
         struct json_object *findings = jget(r, "findings");
 
         if (jlen(findings) == 0)
-                return fprintf(f, "%s: nothing to advise\n", jstr(r, "name")), 0;
+                fprintf(f, "%s: nothing to advise\n", jstr(r, "name"));
+        if (jget(r, "skipped"))
+                fprintf(f, "%s: %s\n", jstr(r, "name"), jstr(r, "skipped"));
+        if (jlen(findings) == 0)
+                return 0;
         table_add_row(tb, "SEVERITY", "TARGET", "FINDING", "FIX", apply ? "APPLIED" : NULL, NULL);
         for (size_t i = 0; i < jlen(findings); i++)
                 advise_add_finding(tb, jidx(findings, i), apply);
         table_print(tb, f);
-        fprintf(f, "\nWhy:\n");
-        for (size_t i = 0; i < jlen(findings); i++)
-                fprintf(f, "  %s %s: %s\n", jstr(jidx(findings, i), "target"), jstr(jidx(findings, i), "id"),
-                        jstr(jidx(findings, i), "message"));
+        advise_print_why(findings, f);
+        return 0;
+}
+
+/* advise --all: one line per domain with its counts, then the total. */
+static int render_advise_all(struct json_object *r, FILE *f) {
+        _cleanup_table_ struct table *tb = table_new();
+        struct json_object *domains = jget(r, "domains"), *total = jget(r, "total");
+
+        if (jlen(domains) == 0)
+                return fprintf(f, "no domains\n"), 0;
+        table_add_row(tb, "NAME", "WARNINGS", "INFO", "POLICY", NULL);
+        for (size_t i = 0; i < jlen(domains); i++) {
+                struct json_object *d = jidx(domains, i), *counts = jget(d, "counts");
+
+                table_new_row(tb);
+                table_add_cell(tb, jstr(d, "name"));
+                if (!counts) {
+                        table_add_cellf(tb, "error: %s", jstr(d, "error"));
+                        continue;
+                }
+                table_add_cellf(tb, "%lld", jint(counts, "warning"));
+                table_add_cellf(tb, "%lld", jint(counts, "info"));
+                table_add_cellf(tb, "%s/%s", jstr(jget(d, "policy"), "cpu"), jstr(jget(d, "policy"), "source"));
+        }
+        table_print(tb, f);
+        fprintf(f, "\ntotal: %lld domains, %lld warnings, %lld info", jint(total, "domains"),
+                jint(total, "warning"), jint(total, "info"));
+        if (jint(total, "failed") > 0)
+                fprintf(f, ", %lld not audited", jint(total, "failed"));
+        fprintf(f, "\n");
         return 0;
 }
 
@@ -533,6 +601,12 @@ static int params_name(const struct args *a, struct json_object **ret) {
         *ret = json_object_new_object();
         if (a->npos > 1)
                 json_object_object_add(*ret, "name", json_object_new_string(a->pos[1]));
+        return 0;
+}
+
+static int params_all(const struct args *a, struct json_object **ret) {
+        *ret = json_object_new_object();
+        json_object_object_add(*ret, "all", json_object_new_boolean(true));
         return 0;
 }
 
@@ -623,9 +697,13 @@ static const struct command hugepages_reserve_command = {
         render_hugepages_reserve,
 };
 
-/* "advise --apply": the privileged variant of advise (see command_check). */
+/* "advise --apply": the privileged variant of advise; "advise --all": every
+ * domain (see advise_check). */
 static const struct command advise_apply_command = {
         "advise", PROTO_METHOD_ADVISE_APPLY, 1, 1, params_name, render_advise_apply,
+};
+static const struct command advise_all_command = {
+        "advise", PROTO_METHOD_ADVISE, 0, 0, params_all, render_advise_all,
 };
 
 static const struct command commands[] = {
@@ -638,7 +716,7 @@ static const struct command commands[] = {
         { "rebalance", PROTO_METHOD_REBALANCE, 0, 1, params_name, render_rebalance },
         { "reload",    PROTO_METHOD_RELOAD,    0, 0, NULL,        render_reload },
         { "metrics",   PROTO_METHOD_METRICS,   0, 0, NULL,        render_metrics },
-        { "advise",    PROTO_METHOD_ADVISE,    1, 1, params_name, render_advise },
+        { "advise",    PROTO_METHOD_ADVISE,    0, 1, params_name, render_advise },
 };
 
 /* --- the request ----------------------------------------------------------- */
@@ -720,11 +798,99 @@ static int run_plan_offline(const struct args *a) {
         return workload_plan_main(a->topology, a->workload, a->sysfs_root, a->json, stdout, stderr);
 }
 
+/* advise --xml: the definition from a file or stdin ("-"), up to ADVISE_MAX_XML bytes. */
+static int advise_read_xml(const char *path, char **ret, size_t *ret_len) {
+        _cleanup_fclose_ FILE *own = streq(path, "-") ? NULL : fopen(path, "re");
+        FILE *f = streq(path, "-") ? stdin : own;
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+
+        if (!f)
+                return -errno;
+        buf = xmalloc(ADVISE_MAX_XML + 2);
+        n = fread(buf, 1, ADVISE_MAX_XML + 1, f);
+        if (ferror(f))
+                return -(errno ?: EIO);
+        buf[n] = '\0';
+        *ret = buf;
+        buf = NULL;
+        *ret_len = n;
+        return 0;
+}
+
+static int advise_options(const struct args *a, struct policy *ret) {
+        policy_init_default(ret);
+        for (int i = 0; i < _POL_MAX; i++)
+                if (a->policy[i] && policy_set(ret, policy_keys[i], a->policy[i]) < 0)
+                        return usage_error("--%s: invalid value '%s'", policy_keys[i], a->policy[i]);
+        ret->source = POLICY_SOURCE_REQUEST;
+        return 0;
+}
+
+/* The configuration and the host topology an offline audit uses. */
+static int advise_offline_inputs(const struct args *a, struct conf **ret_conf, struct topo **ret_topo) {
+        char err[512];
+        int r;
+
+        r = conf_load(a->config, !a->config, ret_conf, err, sizeof err);
+        if (r < 0)
+                return fprintf(stderr, "kvmtunectl: %s\n", err), EXIT_FAILED;
+        if (!a->topology)
+                return 0;
+        r = topo_load(TOPO_SOURCE_XML, a->topology, a->sysfs_root, ret_topo);
+        if (r < 0)
+                return fprintf(stderr, "kvmtunectl: %s: cannot load topology: %s\n", a->topology,
+                               strerror(-r)), EXIT_FAILED;
+        return 0;
+}
+
+/* The findings on stdout; with --apply the fixed XML there and the findings on stderr. */
+static int advise_offline_print(const struct args *a, const struct advise_result *res) {
+        _cleanup_json_ struct json_object *o = render_advise_json(res);
+
+        if (a->apply) {
+                render_advise_findings(o, stderr, true);
+                fprintf(stdout, "%s\n", res->xml);
+        } else if (a->json)
+                printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+                       JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+        else
+                render_advise(o, stdout);
+        return fflush(stdout) == 0 ? 0 : EXIT_FAILED;
+}
+
+/* advise --xml FILE|-: no daemon, no libvirt. */
+static int run_advise_offline(const struct args *a) {
+        _cleanup_(conf_freep) struct conf *conf = NULL;
+        _cleanup_(topo_freep) struct topo *topo = NULL;
+        _cleanup_free_ char *xml = NULL;
+        struct advise_result res;
+        struct policy opts;
+        char err[512];
+        size_t len = 0;
+        int r;
+
+        if (advise_options(a, &opts) < 0)
+                return EXIT_USAGE;
+        if ((r = advise_offline_inputs(a, &conf, &topo)) != 0)
+                return r;
+        if ((r = advise_read_xml(a->xml, &xml, &len)) < 0)
+                return fprintf(stderr, "kvmtunectl: %s: cannot read: %s\n", a->xml, strerror(-r)), EXIT_FAILED;
+        r = advise_audit(xml, len, &(struct advise_request) { .conf = conf, .options = &opts,
+                         .apply = a->apply, .topo = topo }, &res, err, sizeof err);
+        if (r < 0)
+                return fprintf(stderr, "kvmtunectl: %s: %s\n", a->xml, err), EXIT_FAILED;
+        r = advise_offline_print(a, &res);
+        advise_result_done(&res);
+        return r;
+}
+
 /* --- arguments ------------------------------------------------------------- */
 
 enum {
         OPT_SOCKET = 0x100, OPT_JSON, OPT_VCPUS, OPT_MEMORY, OPT_IOTHREAD_COUNT,
         OPT_TOPOLOGY, OPT_WORKLOAD, OPT_SYSFS_ROOT, OPT_NAME, OPT_SIZE, OPT_NODE, OPT_COUNT, OPT_APPLY,
+        OPT_ALL, OPT_XML, OPT_CONFIG,
         OPT_POLICY,                     /* + POL_* */
 };
 
@@ -750,6 +916,9 @@ static const struct option options[] = {
         { "node",           required_argument, NULL, OPT_NODE },
         { "count",          required_argument, NULL, OPT_COUNT },
         { "apply",          no_argument,       NULL, OPT_APPLY },
+        { "all",            no_argument,       NULL, OPT_ALL },
+        { "xml",            required_argument, NULL, OPT_XML },
+        { "config",         required_argument, NULL, OPT_CONFIG },
         {}
 };
 
@@ -778,6 +947,12 @@ static void help(void) {
                "                         audit a domain's definition against proven tuning;\n"
                "                         --apply makes the safe fixes in the persistent\n"
                "                         definition (root)\n"
+               "  advise --all           every defined domain: warnings and info per domain,\n"
+               "                         then the total\n"
+               "  advise --xml FILE|- [--apply] [POLICY OPTIONS] [--config FILE]\n"
+               "         [--topology FILE.xml [--sysfs-root DIR]]\n"
+               "                         audit a definition offline (no daemon, no libvirt);\n"
+               "                         --apply prints the fixed XML\n"
                "\n"
                "Options:\n"
                "  --socket PATH          control socket (default $KVMTUNED_SOCKET or\n"
@@ -802,6 +977,15 @@ static void help(void) {
                "  --workload FILE.json   start/stop events to replay (offline)\n"
                "  --sysfs-root DIR       read /sys below DIR (offline)\n"
                "\n"
+               "Advise options:\n"
+               "  --apply                make the safe fixes\n"
+               "  --all                  audit every defined domain (asks the daemon)\n"
+               "  --xml FILE|-           the definition to audit offline (- for stdin)\n"
+               "  --config FILE          offline: policy from this configuration (default\n"
+               "                         " CONF_PATH_DEFAULT " if it exists)\n"
+               "  --cpu ... --hugepages  offline: policy options, over the definition's metadata\n"
+               "  --topology FILE.xml    offline: the host, for the guest NUMA view\n"
+               "\n"
                "Hugepages reserve options:\n"
                "  --size 1G|2M           page size of the pool\n"
                "  --node N               NUMA node number\n"
@@ -819,17 +1003,20 @@ static int parse_option(int c, struct args *a) {
         case 'V': printf("kvmtunectl %s\n", PACKAGE_VERSION); return 1;
         case OPT_SOCKET: a->socket = optarg; return 0;
         case OPT_JSON: a->json = true; return 0;
-        case OPT_VCPUS: a->vcpus = optarg; break;
-        case OPT_MEMORY: a->memory = optarg; break;
-        case OPT_IOTHREAD_COUNT: a->iothread_count = optarg; break;
-        case OPT_NAME: a->plan_name = optarg; break;
+        case OPT_VCPUS: a->vcpus = optarg; a->plan_only = true; break;
+        case OPT_MEMORY: a->memory = optarg; a->plan_only = true; break;
+        case OPT_IOTHREAD_COUNT: a->iothread_count = optarg; a->plan_only = true; break;
+        case OPT_NAME: a->plan_name = optarg; a->plan_only = true; break;
         case OPT_TOPOLOGY: a->topology = optarg; a->offline_opts = true; return 0;
-        case OPT_WORKLOAD: a->workload = optarg; a->offline_opts = true; return 0;
+        case OPT_WORKLOAD: a->workload = optarg; a->offline_opts = a->plan_only = true; return 0;
         case OPT_SYSFS_ROOT: a->sysfs_root = optarg; a->offline_opts = true; return 0;
         case OPT_SIZE: a->size = optarg; a->reserve_opts = true; return 0;
         case OPT_NODE: a->node = optarg; a->reserve_opts = true; return 0;
         case OPT_COUNT: a->count = optarg; a->reserve_opts = true; return 0;
         case OPT_APPLY: a->apply = true; return 0;
+        case OPT_ALL: a->all = true; return 0;
+        case OPT_XML: a->xml = optarg; return 0;
+        case OPT_CONFIG: a->config = optarg; return 0;
         default:
                 if (c >= OPT_POLICY && c < OPT_POLICY + _POL_MAX) {
                         a->policy[c - OPT_POLICY] = optarg;
@@ -863,6 +1050,26 @@ static const struct command *command_find(const char *name) {
         return NULL;
 }
 
+/* advise DOMAIN [--apply] | --all | --xml FILE|- [--apply] [policy options]
+ * [--topology FILE.xml [--sysfs-root DIR]] [--config FILE]. */
+static const struct command *advise_check(const struct args *a, const struct command *c) {
+        if ((a->npos > 1) + !!a->xml + a->all != 1)
+                return usage_error("advise: give one of DOMAIN, --xml FILE|- or --all"), NULL;
+        if (a->plan_only)
+                return usage_error("advise: --vcpus, --memory, --iothread-count, --name and --workload "
+                                   "only apply to plan"), NULL;
+        if (!a->xml && (a->live_opts || a->offline_opts || a->config))
+                return usage_error("advise: policy options, --topology, --sysfs-root and --config only "
+                                   "apply to advise --xml"), NULL;
+        if (a->reserve_opts)
+                return usage_error("advise: --size, --node and --count only apply to hugepages reserve"), NULL;
+        if (a->all && a->apply)
+                return usage_error("advise: --apply takes one DOMAIN (or --xml), not --all"), NULL;
+        if (a->apply && !a->xml)
+                return &advise_apply_command;
+        return a->all ? &advise_all_command : c;
+}
+
 /* The command, or NULL after a usage error was printed. */
 static const struct command *command_check(const struct args *a) {
         const struct command *c;
@@ -876,6 +1083,10 @@ static const struct command *command_check(const struct args *a) {
                 return usage_error("%s: missing argument", c->name), NULL;
         if (a->npos - 1 > c->max_args)
                 return usage_error("%s: unexpected argument '%s'", c->name, a->pos[c->max_args + 1]), NULL;
+        if (streq(c->name, "advise"))
+                return advise_check(a, c);
+        if (a->all || a->xml || a->config)
+                return usage_error("%s: --all, --xml and --config only apply to advise", c->name), NULL;
         if (!streq(c->name, "plan") && (a->live_opts || a->offline_opts))
                 return usage_error("%s: plan options only apply to the plan command", c->name), NULL;
         if (streq(c->name, "hugepages") && a->npos > 1) {
@@ -883,10 +1094,8 @@ static const struct command *command_check(const struct args *a) {
                         return usage_error("hugepages: unknown sub-command '%s' (reserve)", a->pos[1]), NULL;
                 return &hugepages_reserve_command;
         }
-        if (a->apply && !streq(c->name, "advise"))
-                return usage_error("%s: --apply only applies to advise", c->name), NULL;
         if (a->apply)
-                return &advise_apply_command;
+                return usage_error("%s: --apply only applies to advise", c->name), NULL;
         if (a->reserve_opts)
                 return usage_error("%s: --size, --node and --count only apply to hugepages reserve",
                                    c->name), NULL;
@@ -906,5 +1115,7 @@ int main(int argc, char **argv) {
                 return EXIT_USAGE;
         if (streq(c->name, "plan") && a.offline_opts)
                 return run_plan_offline(&a);
+        if (streq(c->name, "advise") && a.xml)
+                return run_advise_offline(&a);
         return run_command(c, &a);
 }

@@ -560,7 +560,7 @@ static void advise_hyperv(struct advise *a) {
         if (advise_hyperv_missing(child(child(a->dom, "features"), "hyperv"), missing, sizeof missing) > 0) {
                 f = advise_add(a, "hyperv", "warning", "features", SRC_SQL_HYPERV,
                                xasprintf("Windows guest without Hyper-V enlightenments (%s): enabling "
-                                         "them took SQL Server from 38%% to 87%% of bare-metal TPM",
+                                         "them took SQL Server from 38%% to 87%% of its TPM in a container",
                                          missing),
                                xasprintf("<hyperv mode='custom'> with %s", missing));
                 if (a->apply) {
@@ -584,7 +584,7 @@ static void advise_cpu_mode(struct advise *a) {
                 return;
         advise_add(a, "cpu-mode", streq(mode, "host-model") ? "info" : "warning", "cpu", SRC_SQL_FINAL,
                    xasprintf("cpu mode %s hides host CPU features from the guest; host-passthrough "
-                             "(with hugepages and no balloon) brought SQL Server to 98%% of bare metal",
+                             "(with hugepages and no balloon) brought SQL Server to 98%% of its TPM in a container",
                              mode[0] ? mode : "default"),
                    xstrdup("<cpu mode='host-passthrough'/> (not applied: blocks migration to "
                            "hosts with other CPUs)"));
@@ -597,7 +597,7 @@ static void advise_hugepages(struct advise *a) {
                 return;
         advise_add(a, "hugepages", "warning", "memory", SRC_SQL_FINAL,
                    xasprintf("dedicated %llu GiB guest on 4K pages: 1G hugepages cut TLB misses "
-                             "(part of the last step to 98%% of bare-metal TPM)",
+                             "(part of the last step to 98%% of its TPM in a container)",
                              (unsigned long long) (kib / 1048576)),
                    xstrdup("reserve 1G pages on the host, then <memoryBacking><hugepages><page "
                            "size='1' unit='G'/></hugepages></memoryBacking> (not applied: needs host pages)"));
@@ -821,7 +821,7 @@ static bool advise_numa_checkable(struct advise *a, uint64_t *ret_total) {
                 return false;
         if (!a->req->topo)
                 return snprintf(a->note, sizeof a->note, "guest NUMA view not checked: no host "
-                                "topology"), false;
+                                "topology (--topology FILE.xml)"), false;
         if (number_of(vcpu, "current", 0) && number_of(vcpu, "current", 0) != number_of(vcpu, NULL, 1))
                 return snprintf(a->note, sizeof a->note, "guest NUMA view not checked: fewer vCPUs "
                                 "online than defined"), false;

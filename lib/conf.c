@@ -609,10 +609,6 @@ struct conf *conf_free(struct conf *c) {
         return NULL;
 }
 
-static void conf_freep(struct conf **c) {
-        conf_free(*c);
-}
-
 int conf_load(const char *path, bool missing_ok, struct conf **ret, char *err, size_t errlen) {
         _cleanup_(conf_freep) struct conf *c = conf_new();
         int r;

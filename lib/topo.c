@@ -586,10 +586,6 @@ static struct topo *topo_build(hwloc_topology_t hw) {
         return t;
 }
 
-static void topo_freep(struct topo **t) {
-        topo_free(*t);
-}
-
 int topo_load(enum topo_source source, const char *arg, const char *sysfs_root,
               struct topo **ret) {
         _cleanup_(topo_freep) struct topo *t = NULL;

@@ -16,7 +16,6 @@
 
 static inline void json_putp(struct json_object **o) { json_object_put(*o); }
 static inline void workload_freep(struct workload **w) { workload_free(*w); }
-static inline void topo_freep(struct topo **t) { topo_free(*t); }
 static inline void table_freep(struct table **tb) { table_free(*tb); }
 #define _cleanup_json_ _cleanup_(json_putp)
 

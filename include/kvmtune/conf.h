@@ -61,6 +61,7 @@ int conf_load(const char *path, bool missing_ok, struct conf **ret, char *err, s
 /* Parses one buffer as if it were file 'name' (tests, fuzzing). */
 int conf_load_string(const char *name, const char *text, struct conf **ret, char *err, size_t errlen);
 struct conf *conf_free(struct conf *c);
+static inline void conf_freep(struct conf **c) { conf_free(*c); }
 
 /* Reserved CPUs as a bitmap of os indexes: reserved_cpus parsed with hwloc's
  * list syntax ("0,1", "0-3,8"), empty string: none, unset: NULL (caller uses

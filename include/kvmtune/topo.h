@@ -97,6 +97,7 @@ enum topo_source { TOPO_SOURCE_LIVE, TOPO_SOURCE_XML, TOPO_SOURCE_SYNTHETIC };
 int topo_load(enum topo_source source, const char *arg, const char *sysfs_root,
               struct topo **ret);
 struct topo *topo_free(struct topo *t);
+static inline void topo_freep(struct topo **t) { topo_free(*t); }
 
 /* Re-reads hugepage pools and node memory under sysfs_root (NULL: back to
  * hwloc's values). 0 or negative errno (-EINVAL for a malformed file). */

@@ -69,6 +69,15 @@ check_in "kvmtunectl --help lists every option of kvmtunectl(1)" "$c_man" "$c_op
 check_in "kvmtunectl(1) documents every command of kvmtunectl --help" "$c_cmds" "$c_man_cmds"
 check_in "kvmtunectl --help lists every command of kvmtunectl(1)" "$c_man_cmds" "$c_cmds"
 
+# Every long option a program takes (its getopt table) is in its --help.
+table_options() {
+        grep -o -e '{ *"[a-z][a-z0-9-]*", *[a-z_]*argument' "$1" | sed 's/{ *"\([^"]*\)".*/--\1/' | sort -u
+}
+check_in "kvmtuned --help lists every option of its getopt table" \
+        "$(table_options "$srcdir/daemon/kvmtuned.c")" "$d_opts"
+check_in "kvmtunectl --help lists every option of its getopt table" \
+        "$(table_options "$srcdir/cli/kvmtunectl.c")" "$c_opts"
+
 # Short options of kvmtuned: "-x, --name" in --help, "Fl x , Fl -name" in the page.
 d_short=$(printf '%s\n' "$d_help" | sed -n 's/^ *-\([a-zA-Z]\), --\([a-z-]*\).*/\1 \2/p')
 missing=$(printf '%s\n' "$d_short" | while read -r s l; do

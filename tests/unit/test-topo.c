@@ -43,9 +43,6 @@ static const struct expect {
         { "4s-opteron-6276-bulldozer-8numa.xml", 8, 8, 64, 64, 1, 0 },
 };
 
-static void topo_freep(struct topo **t) {
-        topo_free(*t);
-}
 #define _cleanup_topo_ _cleanup_(topo_freep)
 
 /* NULL, after a failed check, when it does not load. */
