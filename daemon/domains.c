@@ -184,10 +184,8 @@ static int domain_acquire(virDomainPtr dom, struct domain *dm, struct domxml **r
 static void domain_policy(struct daemon *d, struct domain *dm, const struct domxml *x) {
         conf_policy_for(d->conf, dm->name, x->has_policy ? &x->policy : NULL, &dm->policy);
         /* The page size QEMU really uses wins over any policy key: it is a fact. */
-        if (dm->page_kib == 1048576 || dm->page_kib == 2048)
-                dm->policy.page = dm->page_kib == 1048576 ? POLICY_PAGE_1G : POLICY_PAGE_2M;
-        else if (dm->page_kib)          /* base pages named as a size, or a size we do not count */
-                dm->policy.page = POLICY_PAGE_NONE;
+        if (dm->page_kib)
+                dm->policy.page = policy_page_of_kib(dm->page_kib);
 }
 
 static hwloc_bitmap_t domain_live_vcpu_pins(const struct topo *t, const struct domxml *x,

@@ -315,11 +315,12 @@ static int refuse(char reason[PLACEMENT_REASON_MAX], int err, const char *fmt, .
         return -err;
 }
 
-/* "16 GiB", "512 MiB", else whole MiB rounded down. */
+/* "16 GiB", "512 MiB", else exact KiB ("2052 KiB"): never rounded, so a
+ * size just above a page does not read as the page. */
 static const char *fmt_kib(uint64_t kib, char *buf, size_t len) {
         if (kib >= KIB_1G && kib % KIB_1G == 0)
                 snprintf(buf, len, "%llu GiB", (unsigned long long)(kib / KIB_1G));
-        else if (kib >= 1024)
+        else if (kib >= 1024 && kib % 1024 == 0)
                 snprintf(buf, len, "%llu MiB", (unsigned long long)(kib / 1024));
         else
                 snprintf(buf, len, "%llu KiB", (unsigned long long)kib);
@@ -978,8 +979,8 @@ static void refuse_memory_shortfall(const struct ctx *c, char reason[PLACEMENT_R
         if (best < 0 || c->ncap[best].mem >= c->need.m)
                 return;
         if (c->need.page >= 0)
-                say(reason, "; short by %llu pages on node %u",
-                    (unsigned long long)(c->need.m - c->ncap[best].mem), c->t->nodes[best].os);
+                say(reason, "; short by %llu page%s on node %u", (unsigned long long)(c->need.m - c->ncap[best].mem),
+                    c->need.m - c->ncap[best].mem == 1 ? "" : "s", c->t->nodes[best].os);
         else
                 say(reason, "; short by %s on node %u",
                     fmt_kib(c->need.m - c->ncap[best].mem, buf, sizeof buf), c->t->nodes[best].os);
@@ -1136,6 +1137,8 @@ static int place_shared_domain(struct ctx *c, struct plan *p, char reason[PLACEM
         int home;
 
         node_caps(c);
+        if (pool_left(c) < 1)           /* as the daemon would find when it pins */
+                return refuse(reason, ENOSPC, "the shared pool is empty: every PU is reserved or dedicated");
         p->dedicated = false;
         p->idle_pus = xmalloc(sizeof *p->idle_pus);
         /* numa=none with hugepages: the pages are still counted on a node, unbound */

@@ -52,6 +52,11 @@ unsigned long policy_page_kib(enum policy_page v) {
         return v == POLICY_PAGE_1G ? 1024UL * 1024 : v == POLICY_PAGE_2M ? 2048UL : 0;
 }
 
+enum policy_page policy_page_of_kib(unsigned long kib) {
+        return kib == policy_page_kib(POLICY_PAGE_1G) ? POLICY_PAGE_1G :
+               kib == policy_page_kib(POLICY_PAGE_2M) ? POLICY_PAGE_2M : POLICY_PAGE_NONE;
+}
+
 void policy_init_default(struct policy *ret) {
         *ret = (struct policy){
                 .cpu = POLICY_CPU_SHARED,

@@ -66,3 +66,6 @@ int policy_numa_from_string(const char *s);
 int policy_page_from_string(const char *s);         /* "1G", "2M", "none" */
 int policy_placement_from_string(const char *s);
 unsigned long policy_page_kib(enum policy_page v);  /* 0 for none (4 KiB base pages) */
+/* The page policy of a page size QEMU really uses: 1G or 2M for those sizes,
+ * none for any other (base pages named as a size, or a size not counted). */
+enum policy_page policy_page_of_kib(unsigned long kib);

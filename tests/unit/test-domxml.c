@@ -4,6 +4,7 @@
 
 #include "kvmtune/util.h"          /* domxml.h needs size_t */
 #include "kvmtune/domxml.h"
+#include "kvmtune/hugepages.h"
 #include "tap.h"
 #include "test-data.h"
 
@@ -218,6 +219,53 @@ static void test_units(void) {
         is_int(memory_with_unit("Kilo", "1"), -1, "unknown unit refused");
 }
 
+static long long page_with_unit(const char *size, const char *unit) {
+        _cleanup_domxml_ struct domxml *d = NULL;
+        _cleanup_free_ char *xml = xasprintf("<domain><name>p</name><memoryBacking><hugepages>"
+                                             "<page size='%s'%s%s%s/></hugepages></memoryBacking></domain>",
+                                             size, unit ? " unit='" : "", unit ? unit : "", unit ? "'" : "");
+        char err[128];
+
+        if (domxml_parse(xml, strlen(xml), &d, err, sizeof(err)) < 0)
+                return -1;
+        return (long long) d->page_kib;
+}
+
+/* Every spelling of a page size lands in the right pool: the size read from
+ * <page>, and the policy that size gives (never 1G counted as 2M). */
+static void test_page_sizes(void) {
+        static const struct { const char *size, *unit; long long kib; enum policy_page page; } cases[] = {
+                { "1", "G", 1048576, POLICY_PAGE_1G },
+                { "1", "GiB", 1048576, POLICY_PAGE_1G },
+                { "1048576", NULL, 1048576, POLICY_PAGE_1G },
+                { "1048576", "KiB", 1048576, POLICY_PAGE_1G },
+                { "1073741824", "b", 1048576, POLICY_PAGE_1G },
+                { "2", "M", 2048, POLICY_PAGE_2M },
+                { "2", "MiB", 2048, POLICY_PAGE_2M },
+                { "2048", "k", 2048, POLICY_PAGE_2M },
+                { "4", "KiB", 4, POLICY_PAGE_NONE },
+                { "1", "GB", 976563, POLICY_PAGE_NONE },
+                { "16", "G", 16777216, POLICY_PAGE_NONE },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                long long kib = page_with_unit(cases[i].size, cases[i].unit);
+                is_int(kib, cases[i].kib, "<page size='%s' unit='%s'/> is %lld KiB", cases[i].size,
+                       cases[i].unit ? cases[i].unit : "", cases[i].kib);
+                is_str(policy_page_to_string(policy_page_of_kib((unsigned long) kib)),
+                       policy_page_to_string(cases[i].page), "... counted as %s",
+                       policy_page_to_string(cases[i].page));
+        }
+        is_int(policy_page_from_string("1GiB"), POLICY_PAGE_1G, "hugepages=\"1GiB\" is 1G");
+        is_int(policy_page_from_string("1Gi"), POLICY_PAGE_1G, "hugepages=\"1Gi\" is 1G");
+        is_int(policy_page_from_string("1gib"), POLICY_PAGE_1G, "hugepages=\"1gib\" is 1G");
+        is_int(policy_page_from_string("2MiB"), POLICY_PAGE_2M, "hugepages=\"2MiB\" is 2M");
+        is_int(policy_page_from_string("2Mi"), POLICY_PAGE_2M, "hugepages=\"2Mi\" is 2M");
+        is_int(policy_page_from_string("1GB"), -EINVAL, "hugepages=\"1GB\" (10^9 bytes) is no page size");
+        is_int(hugepages_size_from_string("1GiB"), TOPO_PAGE_1G, "hugepages reserve 1GiB is the 1G pool");
+        is_int(hugepages_size_from_string("1Gi"), TOPO_PAGE_1G, "hugepages reserve 1Gi is the 1G pool");
+}
+
 static void test_parse_policy(void) {
         struct policy p;
         char err[128] = "";
@@ -270,6 +318,7 @@ int main(void) {
         test_inline_errors();
         test_size_cap();
         test_units();
+        test_page_sizes();
         test_parse_policy();
         test_format_policy();
         return tap_done();

@@ -366,6 +366,61 @@ static void test_hugepages(void) {
         host_close(&h);
 }
 
+/* Memory that is not a whole number of pages takes the page it starts: a
+ * 2 MiB + 4 KiB guest needs two 2M pages, is refused when one is free (and
+ * says so exactly), and when placed holds both, so none is booked twice. */
+static void test_hugepages_partial_page(void) {
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+
+        if (host_open(&h, H2, true) < 0)
+                return (void)ok(0, "load H2");
+        h.t->nodes[0].hp[TOPO_PAGE_2M] = (struct topo_hpool) { 1, 1 };
+        r = req_new(1, "hugepages=2M numa=strict");
+        r.memory_kib = 2048 + 4;
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "2052 KiB with one free 2M page refused");
+        is_str(why, "needs 2052 KiB of 2M pages; free: node 0: 1, node 1: 0 pages; short by 1 page on node 0",
+               "the refusal gives the exact size and the one page short");
+        h.t->nodes[0].hp[TOPO_PAGE_2M] = (struct topo_hpool) { 2, 2 };
+        is_int(host_place(&h, &r, why), 0, "placed with two free pages (%s)", why);
+        is_int(h.a->hp_pages[0][TOPO_PAGE_2M], 2, "both pages committed");
+        is_int(last(&h)->node_mem_kib[0], 4096, "the plan counts 2 pages on node 0");
+        r = req_new(1, "cpu=shared hugepages=2M numa=none");
+        r.memory_kib = 2048;
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "no page left for a 2 MiB guest");
+        alloc_release(h.a, h.t, last(&h), h.nplan);
+        is_int(h.a->hp_pages[0][TOPO_PAGE_2M], 0, "release gives both pages back");
+        host_close(&h);
+}
+
+/* A node whose free memory equals the need exactly is a fit: neither skipped
+ * for another node nor split. */
+static void test_exact_memory_fit(void) {
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+
+        if (host_open_1g_pools(&h) < 0)
+                return (void)ok(0, "load H2");
+        r = req_new(2, "hugepages=1G numa=strict");
+        r.memory_kib = 4 * GIB;
+        is_int(host_place(&h, &r, why), 0, "4 GiB of 1G pages (%s)", why);
+        is_int(last(&h)->nodes[0], 0, "on node 0, whose 4 free pages fit exactly (best fit over node 1's 8)");
+        is_int(last(&h)->split, 0, "not split");
+        host_close(&h);
+
+        if (host_open(&h, H2, true) < 0)
+                return (void)ok(0, "load H2");
+        h.a->mem_kib[0] = 2 * GIB;
+        r = req_new(2, "numa=strict");
+        r.memory_kib = 62 * GIB;
+        is_int(host_place(&h, &r, why), 0, "62 GiB of base pages (%s)", why);
+        is_int(last(&h)->nodes[0], 0, "on node 0, which has exactly 62 GiB free (best fit over node 1's 64)");
+        is_int(last(&h)->split, 0, "not split");
+        host_close(&h);
+}
+
 /* What the host itself uses (the node's available memory from sysfs) bounds
  * base-page placement too, not only MemTotal minus what domains committed. */
 static void test_available_memory(void) {
@@ -612,6 +667,42 @@ static void test_shared(void) {
         host_close(&h);
 }
 
+/* A shared domain needs a shared pool: with every PU reserved or dedicated
+ * the engine refuses it, as the daemon does (and as plan must say). */
+static void test_shared_empty_pool(void) {
+        char why[PLACEMENT_REASON_MAX];
+        hwloc_bitmap_t all;
+        struct request r;
+        struct host h;
+
+        if (host_open(&h, H2, false) < 0)
+                return (void)ok(0, "load H2");
+        all = hwloc_bitmap_alloc();
+        hwloc_bitmap_set_range(all, 0, 31);
+        alloc_reserve(h.a, h.t, all);
+        hwloc_bitmap_free(all);
+        r = req_new(1, "cpu=shared numa=none");
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "every PU reserved: shared domain refused");
+        is_str(why, "the shared pool is empty: every PU is reserved or dedicated", "... saying why");
+        r = req_new(2, "cpu=shared numa=strict");
+        r.memory_kib = GIB;
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "with memory to place too");
+        host_close(&h);
+
+        if (host_open(&h, H2, true) < 0)
+                return (void)ok(0, "load H2");
+        for (int pu = 0; pu < h.t->npu; pu++)
+                if (h.a->pu_owner[pu] == ALLOC_FREE)
+                        h.a->pu_owner[pu] = 7;
+        r = req_new(4, "cpu=shared");
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "every other PU dedicated: refused");
+        h.a->pu_owner[topo_pu_by_os(h.t, 5)] = ALLOC_FREE;
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), 0, "one shared PU left: placed (%s)", why);
+        is_str(bitmap_list(plan_vcpu_cpus(h.t, h.a, &h.plans[15], 0)), "5", "on that PU");
+        plan_done(&h.plans[15]);
+        host_close(&h);
+}
+
 static void test_invalid(void) {
         char why[PLACEMENT_REASON_MAX];
         struct request r;
@@ -688,11 +779,14 @@ int main(void) {
         test_hugepages_any_policy();
         test_l3_fit_node();
         test_available_memory();
+        test_hugepages_partial_page();
+        test_exact_memory_fit();
         test_split_and_pool();
         test_distance_split();
         test_fewest_nodes();
         test_refuse_one_node();
         test_shared();
+        test_shared_empty_pool();
         test_invalid();
         test_garbage();
         return tap_done();
