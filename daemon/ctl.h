@@ -72,6 +72,9 @@ struct ctl_method {
  * kvmtune.v1.List    {} -> {"domains": [SHOW, ...]}
  * kvmtune.v1.Show    {"name": "db1"} -> SHOW, exactly the SPEC.md `show --json`
  *   object; a domain that is unplaced or failed also carries "reason": "...".
+ *   Each "vcpus" element of a running domain also has "run_ns" and "delay_ns":
+ *   its thread's time on a CPU and runnable-but-waiting (run-queue delay), in
+ *   ns since the thread started (/proc/PID/task/TID/schedstat).
  *   Unknown domain: -ENOENT.
  *
  * kvmtune.v1.Topology {} ->
@@ -109,6 +112,11 @@ struct ctl_method {
  *   A node or size the host lacks: -EINVAL; sysfs not writable: "failed".
  *
  * kvmtune.v1.Metrics {} -> {"text": "# HELP ...\n..."}  (Prometheus exposition)
+ *
+ * kvmtune.v1.Verify {} -> {"domains": [{"name": "db1", "state": "tuned", "checked": 7,
+ *     "drift": [{"what": "vcpu 0 thread 1234", "want": "4", "got": "0-7"}]}, ...],
+ *   "checked": 7, "drifted": 1}   (every running domain kvmtuned placed: thread
+ *   affinities, cgroup cpusets, numa=strict memory nodes vs its placement)
  *
  * kvmtune.v1.Rebalance {"name": "db1"} or {} (all domains) -> privileged;
  *   {"domains": [{"name": "db1", "state": "tuned"}, ...]}  (the domains re-placed)

@@ -12,6 +12,7 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "hugepages.h"
+#include "observe.h"
 #include "qemuproc.h"
 #include "kvmtune/advise.h"
 #include "kvmtune/domxml.h"
@@ -134,6 +135,7 @@ static struct json_object *methods_domain_json(const struct daemon *d, const str
                 pins = &observed;
         }
         jadd(o, "vcpus", methods_vcpus_json(pins));
+        observe_vcpus_json(d, dm, json_object_object_get(o, "vcpus"));
         jadd(o, "emulator", methods_emulator_json(pins));
         jadd(o, "iothreads", methods_iothreads_json(pins));
         jadd(o, "numa", methods_numa_json(pins));
@@ -582,6 +584,31 @@ static int methods_metrics(void *userdata, struct json_object *params,
         return 0;
 }
 
+/* ---- Verify -------------------------------------------------------------------- */
+
+static int methods_verify(void *userdata, struct json_object *params,
+                          struct json_object **ret_result, char **ret_error) {
+        struct daemon *d = userdata;
+        struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
+        int checked = 0, drifted = 0;
+
+        for (int i = 0; i < d->ndomain; i++) {
+                struct json_object *v;
+
+                if (!observe_verifiable(d->domains[i]))
+                        continue;
+                v = observe_verify_json(d, d->domains[i]);
+                checked += json_object_get_int(json_object_object_get(v, "checked"));
+                drifted += (int)json_object_array_length(json_object_object_get(v, "drift"));
+                json_object_array_add(arr, v);
+        }
+        jadd(o, "domains", arr);
+        jadd(o, "checked", json_object_new_int(checked));
+        jadd(o, "drifted", json_object_new_int(drifted));
+        *ret_result = o;
+        return 0;
+}
+
 /* ---- Advise, AdviseApply (privileged) ------------------------------------------ */
 
 static inline void methods_domainp(virDomainPtr *dom) { if (*dom) virDomainFree(*dom); }
@@ -870,6 +897,7 @@ static const struct ctl_method methods_table[] = {
         { PROTO_METHOD_RELOAD, true, methods_reload },
         { PROTO_METHOD_ADVISE, false, methods_advise },
         { PROTO_METHOD_ADVISE_APPLY, true, methods_advise_apply },
+        { PROTO_METHOD_VERIFY, false, methods_verify },
         { HOOK_METHOD, true, hook_method },     /* the libvirt qemu hook (hook.c) */
 };
 const struct ctl_method *const daemon_methods = methods_table;

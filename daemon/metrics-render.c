@@ -11,6 +11,7 @@
 #include "kvmtune/log.h"
 #include "kvmtune/util.h"
 #include "metrics.h"
+#include "observe.h"
 
 
 static void metrics_collect_pus(const struct daemon *d, struct metrics_node *nodes) {
@@ -52,8 +53,33 @@ static uint64_t metrics_uptime_sec(const struct daemon *d) {
         return now > d->start_usec ? (now - d->start_usec) / 1000000ULL : 0;
 }
 
+/* Every running vCPU's scheduler counters; *ret (caller frees) has one entry per
+ * vCPU thread found. Returns how many. */
+static int metrics_collect_vcpus(const struct daemon *d, struct metrics_vcpu **ret) {
+        int total = 0, n = 0;
+        struct metrics_vcpu *v;
+
+        for (int i = 0; i < d->ndomain; i++)
+                total += d->domains[i]->vcpus > 0 ? d->domains[i]->vcpus : 0;
+        v = xcalloc(total + 1, sizeof *v);
+        for (int i = 0; i < d->ndomain; i++) {
+                const struct domain *dm = d->domains[i];
+                _cleanup_free_ struct schedstat *st = xcalloc(dm->vcpus + 1, sizeof *st);
+
+                if (dm->vcpus <= 0 || observe_vcpu_stats(d, dm, st) <= 0)
+                        continue;
+                for (int c = 0; c < dm->vcpus; c++)
+                        v[n++] = (struct metrics_vcpu){ .domain = dm->name, .vcpu = c,
+                                                        .run_ns = st[c].run_ns, .delay_ns = st[c].delay_ns };
+        }
+        *ret = v;
+        return n;
+}
+
 char *metrics_render(struct daemon *d) {
         _cleanup_free_ struct metrics_node *nodes = xcalloc(d->topo->nnode + 1, sizeof *nodes);
+        _cleanup_free_ struct metrics_vcpu *vcpus = NULL;
+        int nvcpu = metrics_collect_vcpus(d, &vcpus);
         const char *names[_DOMAIN_STATE_MAX];
         int counts[_DOMAIN_STATE_MAX];
 
@@ -68,6 +94,6 @@ char *metrics_render(struct daemon *d) {
                 .version = PACKAGE_VERSION, .connected = d->connected,
                 .uptime_sec = metrics_uptime_sec(d), .nnode = d->topo->nnode, .nodes = nodes,
                 .nstate = _DOMAIN_STATE_MAX, .state_names = names, .state_counts = counts,
-                .m = &d->metrics,
+                .m = &d->metrics, .nvcpu = nvcpu, .vcpus = vcpus,
         });
 }

@@ -216,6 +216,28 @@ static void metrics_format_latency(FILE *f, const struct metrics *m) {
                 metrics_format_histogram(f, name, metrics_path_names[p], &m->latency[p]);
 }
 
+/* The per-vCPU counters (as KubeVirt's kubevirt_vmi_vcpu_delay_seconds_total):
+ * the families are always there, with a sample per running vCPU. */
+static void metrics_format_vcpu_family(FILE *f, const struct metrics_input *in, const char *name,
+                                       const char *help, bool delay) {
+        metrics_family(f, name, "counter", help);
+        for (int i = 0; i < in->nvcpu; i++) {
+                const struct metrics_vcpu *v = &in->vcpus[i];
+                _cleanup_free_ char *dom = metrics_escape_label(v->domain);
+
+                fprintf(f, "%s{domain=\"%s\",vcpu=\"%d\"} %.9f\n", name, dom, v->vcpu,
+                        (double)(delay ? v->delay_ns : v->run_ns) / 1e9);
+        }
+}
+
+static void metrics_format_vcpus(FILE *f, const struct metrics_input *in) {
+        metrics_format_vcpu_family(f, in, "kvmtuned_vcpu_run_seconds_total",
+                                   "Seconds a guest's vCPU thread ran on a host CPU.", false);
+        metrics_format_vcpu_family(f, in, "kvmtuned_vcpu_delay_seconds_total",
+                                   "Seconds a guest's vCPU thread was runnable but waited for a host CPU "
+                                   "(run-queue delay, what the guest sees as steal).", true);
+}
+
 char *metrics_format(const struct metrics_input *in) {
         static const struct metrics zero;
         const struct metrics *m = in->m ? in->m : &zero;
@@ -230,6 +252,7 @@ char *metrics_format(const struct metrics_input *in) {
         metrics_format_domains(f, in);
         metrics_format_counters(f, m);
         metrics_format_latency(f, m);
+        metrics_format_vcpus(f, in);
         if (fclose(f) != 0)
                 abort();
         return text;

@@ -75,6 +75,14 @@ struct metrics_node {
         uint64_t hp_free[TOPO_PAGE_SIZES];
 };
 
+/* The scheduler counters of one vCPU thread (kvmtune/schedstat.h). */
+struct metrics_vcpu {
+        const char *domain;
+        int vcpu;
+        uint64_t run_ns;                /* on a CPU, since the thread started */
+        uint64_t delay_ns;              /* runnable, waiting on a run queue */
+};
+
 struct metrics_input {
         const char *version;
         bool connected;
@@ -85,6 +93,8 @@ struct metrics_input {
         const char *const *state_names; /* label values of kvmtuned_domains */
         const int *state_counts;
         const struct metrics *m;
+        int nvcpu;
+        const struct metrics_vcpu *vcpus;
 };
 
 /* The exposition text (caller frees). Label values are escaped. */

@@ -60,20 +60,25 @@ static const char *drift_status_value(const char *status, const char *key) {
         return p ? p + strlen(needle) : NULL;
 }
 
-int drift_status_list(const char *status, const char *key, hwloc_bitmap_t *ret) {
-        const char *p = drift_status_value(status, key);
-        _cleanup_free_ char *value = NULL;
-        hwloc_bitmap_t m;
+int drift_parse_list(const char *text, hwloc_bitmap_t *ret) {
+        _cleanup_free_ char *value = xasprintf("%.*s", (int)strcspn(text, "\n"), text);
+        hwloc_bitmap_t m = hwloc_bitmap_alloc();
 
-        if (!p)
-                return -ENODATA;
-        p += strspn(p, " \t");
-        value = xasprintf("%.*s", (int)strcspn(p, "\n"), p);
-        m = hwloc_bitmap_alloc();
-        if (!*value || hwloc_bitmap_list_sscanf(m, value) < 0) {
+        if (*value && hwloc_bitmap_list_sscanf(m, value) < 0) {
                 hwloc_bitmap_free(m);
                 return -EINVAL;
         }
         *ret = m;
         return 0;
+}
+
+int drift_status_list(const char *status, const char *key, hwloc_bitmap_t *ret) {
+        const char *p = drift_status_value(status, key);
+
+        if (!p)
+                return -ENODATA;
+        p += strspn(p, " \t");
+        if (*p == '\n' || !*p)
+                return -EINVAL;
+        return drift_parse_list(p, ret);
 }

@@ -33,6 +33,9 @@ int drift_check(struct drift_report *r, const char *what, enum drift_rule rule,
 void drift_unreadable(struct drift_report *r, const char *what, hwloc_const_bitmap_t want, const char *why);
 void drift_report_done(struct drift_report *r);
 
+/* A list file's text ("0-3,8\n", a cgroup's cpuset.cpus; "\n": the empty
+ * set). *ret is a new bitmap. 0 or -EINVAL. */
+int drift_parse_list(const char *text, hwloc_bitmap_t *ret);
 /* The list after "KEY:" in /proc/PID/status text ("Cpus_allowed_list",
  * "Mems_allowed_list"). *ret is a new bitmap. 0, -ENODATA, -EINVAL. */
 int drift_status_list(const char *status, const char *key, hwloc_bitmap_t *ret);

@@ -43,6 +43,7 @@
 #define PROTO_METHOD_RELOAD "kvmtune.v1.Reload"
 #define PROTO_METHOD_ADVISE "kvmtune.v1.Advise"
 #define PROTO_METHOD_ADVISE_APPLY "kvmtune.v1.AdviseApply"
+#define PROTO_METHOD_VERIFY "kvmtune.v1.Verify"
 
 #define PROTO_ERROR_INVALID_REQUEST "invalid-request"   /* not JSON / no method */
 #define PROTO_ERROR_TOO_LARGE "too-large"

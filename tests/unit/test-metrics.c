@@ -105,10 +105,16 @@ static char *format_sample(struct metrics *m) {
         };
         static const char *const names[] = { "tuned", "shared", "ignored", "unplaced", "failed" };
         static const int counts[] = { 2, 1, 0, 0, 0 };
+        static const struct metrics_vcpu vcpus[] = {
+                { .domain = "db1", .vcpu = 0, .run_ns = 1500000000, .delay_ns = 2500000 },
+                { .domain = "db1", .vcpu = 1, .run_ns = 7, .delay_ns = 0 },
+                { .domain = "we\"b", .vcpu = 0, .run_ns = 0, .delay_ns = 42000000000ULL },
+        };
 
         return metrics_format(&(struct metrics_input){
                 .version = "1.2\"x", .connected = true, .uptime_sec = 42, .nnode = 2, .nodes = nodes,
-                .nstate = 5, .state_names = names, .state_counts = counts, .m = m });
+                .nstate = 5, .state_names = names, .state_counts = counts, .m = m,
+                .nvcpu = 3, .vcpus = vcpus });
 }
 
 static void test_format(void) {
@@ -148,8 +154,26 @@ static void test_format(void) {
         ok(has_line(t, "kvmtuned_pin_latency_seconds_count{path=\"hook\"} 0"), "hook path present");
         is_int(count_prefix(t, "kvmtuned_pin_latency_seconds_bucket{path=\"hook\""), METRICS_NBUCKET + 1,
                "hook path: every bucket");
+        ok(has_line(t, "# TYPE kvmtuned_vcpu_delay_seconds_total counter"), "vCPU delay: a counter");
+        ok(has_line(t, "kvmtuned_vcpu_delay_seconds_total{domain=\"db1\",vcpu=\"0\"} 0.002500000"),
+           "vCPU delay in seconds, per domain and vCPU");
+        ok(has_line(t, "kvmtuned_vcpu_run_seconds_total{domain=\"db1\",vcpu=\"0\"} 1.500000000"),
+           "vCPU run time in seconds");
+        ok(has_line(t, "kvmtuned_vcpu_run_seconds_total{domain=\"db1\",vcpu=\"1\"} 0.000000007"),
+           "nanoseconds kept");
+        ok(has_line(t, "kvmtuned_vcpu_delay_seconds_total{domain=\"we\\\"b\",vcpu=\"0\"} 42.000000000"),
+           "domain label escaped");
+        is_int(count_prefix(t, "kvmtuned_vcpu_delay_seconds_total{"), 3, "one delay sample per vCPU");
         is_int(count_prefix(t, "# TYPE "), count_prefix(t, "# HELP "), "one HELP per TYPE");
         ok(t[strlen(t) - 1] == '\n', "ends with a newline");
+}
+
+static void test_format_no_vcpus(void) {
+        _cleanup_free_ char *t = metrics_format(&(struct metrics_input){ .version = "1" });
+
+        ok(has_line(t, "# TYPE kvmtuned_vcpu_run_seconds_total counter"),
+           "no running vCPU: the run family is still declared");
+        is_int(count_prefix(t, "kvmtuned_vcpu_"), 0, "... without samples");
 }
 
 /* With METRICS_SAMPLE=FILE the sample is written there for the validator of
@@ -174,6 +198,7 @@ int main(void) {
         test_observe_counters();
         test_escape();
         test_format();
+        test_format_no_vcpus();
         write_sample();
         return tap_done();
 }

@@ -125,6 +125,15 @@ static void test_status(void) {
         is_int(drift_status_list("Name:\tx\n", "Cpus_allowed_list", &b), -ENODATA, "absent: -ENODATA");
         is_int(drift_status_list("Cpus_allowed_list:\t\n", "Cpus_allowed_list", &b), -EINVAL,
                "an empty value, at the start of the text: -EINVAL");
+        is_int(drift_parse_list("0-2,5\n", &b), 0, "a cpuset.cpus file");
+        is_int(hwloc_bitmap_weight(b), 4, "0-2,5: four CPUs");
+        hwloc_bitmap_free(b);
+        is_int(drift_parse_list("\n", &b), 0, "an empty cpuset file");
+        ok(hwloc_bitmap_iszero(b), "is the empty set");
+        hwloc_bitmap_free(b);
+        b = NULL;
+        is_int(drift_parse_list("zero\n", &b), -EINVAL, "junk: -EINVAL");
+        ok(b == NULL, "the output is untouched on failure");
 }
 
 int main(void) {
