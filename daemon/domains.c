@@ -12,6 +12,7 @@
 #include "hugepages.h"
 #include "kvmtune/domxml.h"
 #include "kvmtune/hostfs.h"
+#include "kvmtune/qemupid.h"
 #include "kvmtune/log.h"
 #include "kvmtune/util.h"
 
@@ -130,11 +131,9 @@ void domains_free_all(struct daemon *d) {
 /* ---- acquire ------------------------------------------------------------------ */
 
 static pid_t domain_read_pid(const char *name) {
-        _cleanup_free_ char *path = xasprintf("/run/libvirt/qemu/%s.pid", name), *text = NULL;
+        pid_t pid = 0;
 
-        if (hostfs_read(NULL, path, &text) < 0)
-                return 0;
-        return (pid_t)atoi(text);
+        return qemupid_read(NULL, QEMUPID_STATE_DIR, name, &pid) < 0 ? 0 : pid;
 }
 
 /* The size <hugepages/> without a <page> means: the kernel's default (read

@@ -25,6 +25,7 @@
 #include "kvmtune/hook.h"
 #include "kvmtune/hostfs.h"
 #include "kvmtune/log.h"
+#include "kvmtune/qemupid.h"
 #include "kvmtune/util.h"
 
 struct hook_params {
@@ -160,27 +161,6 @@ static int hook_refuse(struct daemon *d, struct domain *dm, struct json_object *
         return 0;
 }
 
-/* The pid must be this domain's QEMU (its command line names the guest, as
- * libvirt starts it: "-name guest=NAME,..."), so that a request can never
- * move the threads of some other process. */
-static bool hook_pid_is_guest(struct daemon *d, pid_t pid, const char *name) {
-        _cleanup_free_ char *path = xasprintf("/proc/%d/cmdline", (int)pid), *cmd = NULL;
-        _cleanup_free_ char *want = xasprintf("guest=%s", name);
-        size_t n = strlen(want);
-        int len;
-
-        if (pid <= 1 || (len = hostfs_read(d->sysfs_root, path, &cmd)) < 0)
-                return false;
-        for (const char *p = cmd; p < cmd + len; p++) {
-                p = memmem(p, cmd + len - p, want, n);
-                if (!p)
-                        return false;
-                if (p[n] == ',' || p[n] == '\0')
-                        return true;
-        }
-        return false;
-}
-
 static int hook_started(struct daemon *d, const struct hook_params *hp, struct json_object **ret_result,
                         char **ret_error) {
         _cleanup_(domxml_freep) struct domxml *x = NULL;
@@ -193,7 +173,8 @@ static int hook_started(struct daemon *d, const struct hook_params *hp, struct j
                 return *ret_error = xasprintf("domain XML: %s", err), -EINVAL;
         if (!x->name || !streq(x->name, hp->name) || !x->uuid[0])
                 return *ret_error = xasprintf("the XML is not domain '%s'", hp->name), -EINVAL;
-        if (!hook_pid_is_guest(d, hp->pid, x->name))
+        /* so that a request can never move the threads of another process */
+        if (!qemupid_is_domain(d->sysfs_root, hp->pid, x->uuid))
                 return *ret_error = xasprintf("process %d is not the QEMU of domain '%s'", (int)hp->pid,
                                               x->name), -EINVAL;
         if (hook_already_placed(d, x, hp->pid))

@@ -13,13 +13,13 @@
 #include "config.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 
 #include "kvmtune/hook.h"
 #include "kvmtune/proto.h"
+#include "kvmtune/qemupid.h"
 #include "kvmtune/util.h"
 
 #define PROG "kvmtuned hook"
@@ -37,7 +37,7 @@ static void usage(void) {
                "Environment:\n"
                "  %-26s control socket (default %s)\n"
                "  %-26s total wait for kvmtuned in ms (default %d, at most %d)\n"
-               "  %-26s where libvirt writes NAME.pid (default %s; tests)\n",
+               "  %-26s libvirt's NAME.xml (status) and NAME.pid (default %s; tests)\n",
                PROTO_SOCKET_ENV, PROTO_SOCKET_DEFAULT, HOOK_TIMEOUT_ENV, HOOK_TIMEOUT_DEFAULT_MS,
                HOOK_TIMEOUT_MAX_MS, HOOK_PID_DIR_ENV, HOOK_PID_DIR);
 }
@@ -123,20 +123,6 @@ static const char *pid_dir(void) {
         return s && *s ? s : HOOK_PID_DIR;
 }
 
-/* The QEMU pid libvirt wrote for the domain. */
-static int read_pid(const char *name, long *ret) {
-        _cleanup_free_ char *path = xasprintf("%s/%s.pid", pid_dir(), name);
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        long pid = 0;
-
-        if (!f)
-                return -errno;
-        if (fscanf(f, "%ld", &pid) != 1 || pid <= 0 || pid > INT_MAX)
-                return -EINVAL;
-        *ret = pid;
-        return 0;
-}
-
 /* "<uuid>...</uuid>" of the domain (the first one is the domain's own). */
 static void xml_uuid(const char *xml, char uuid[37]) {
         const char *p = strstr(xml, "<uuid>");
@@ -186,11 +172,12 @@ static int answer_status(const struct proto_reply *rep, const char *name) {
 
 /* "started" also carries the QEMU pid and the whole XML. */
 static int add_started(struct json_object *params, const char *name, const char *xml, size_t len) {
-        long pid = 0;
-        int r = read_pid(name, &pid);
+        pid_t pid = 0;
+        int r = qemupid_read(NULL, pid_dir(), name, &pid);
 
         if (r < 0)
-                return give_up("cannot read the QEMU pid from %s/%s.pid: %s", pid_dir(), name, strerror(-r)), r;
+                return give_up("cannot read the QEMU pid from %s/%s.xml or .pid: %s", pid_dir(), name,
+                               strerror(-r)), r;
         json_object_object_add(params, "pid", json_object_new_int((int)pid));
         json_object_object_add(params, "xml", json_object_new_string_len(xml, (int)len));
         return 0;

@@ -91,8 +91,7 @@ static int hostfs_digits(const char *s, unsigned long long *ret, char **ret_end)
         return errno == ERANGE ? -ERANGE : 0;
 }
 
-/* Digits, then only whitespace. */
-static int hostfs_parse_u64(const char *s, uint64_t *ret) {
+int hostfs_parse_u64(const char *s, uint64_t *ret) {
         unsigned long long v;
         char *end;
         int r = hostfs_digits(s, &v, &end);

@@ -4,7 +4,9 @@
  * libvirt runs /etc/libvirt/hooks/qemu.d/kvmtuned (hook/kvmtuned.c) as
  *     kvmtuned NAME STAGE SUBSTAGE EXTRA      (domain XML on stdin)
  * At "started" QEMU is up with every thread created, and libvirt has already
- * resumed its vCPUs (see Timing below); the hook sends
+ * resumed its vCPUs (see Timing below); the hook reads QEMU's pid from
+ * libvirt's status XML (qemupid.h: every name libvirt accepts, commas and XML
+ * metacharacters included) and sends
  *     {"method": "kvmtune.v1.Hook",
  *      "params": {"stage": "started", "name": N, "uuid": U, "pid": P, "xml": X}}
  * and waits (KVMTUNED_HOOK_TIMEOUT_MS, default 2000 ms) for the answer:
@@ -12,6 +14,8 @@
  *     {"result": {"refuse": "reason"}}                    hook exits 1: libvirt
  *                                                         refuses the start and
  *                                                         shows the reason
+ * The daemon takes the pid only when QEMU's command line carries "-uuid U" of
+ * the XML's domain, so a request never moves another process's threads.
  * Anything else (daemon down, slow, an error) lets the guest start: the event
  * path places it afterwards. At "release" it sends {"stage": "release", "name",
  * "uuid"} so the allocation is freed even when no event comes.
@@ -49,10 +53,12 @@
  * placement=strict and that cannot be placed; every other start goes on. */
 #pragma once
 
+#include "kvmtune/qemupid.h"
+
 #define HOOK_METHOD "kvmtune.v1.Hook"
 #define HOOK_TIMEOUT_ENV "KVMTUNED_HOOK_TIMEOUT_MS"
 #define HOOK_TIMEOUT_DEFAULT_MS 2000
 #define HOOK_TIMEOUT_MAX_MS 30000
 #define HOOK_XML_MAX (4U * 1024U * 1024U)      /* bytes of domain XML read from stdin */
-#define HOOK_PID_DIR "/run/libvirt/qemu"        /* NAME.pid, written by libvirt */
+#define HOOK_PID_DIR QEMUPID_STATE_DIR          /* NAME.xml (status) or NAME.pid, by libvirt */
 #define HOOK_PID_DIR_ENV "KVMTUNED_HOOK_PID_DIR" /* overrides it (tests) */

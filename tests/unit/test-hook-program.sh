@@ -94,6 +94,16 @@ ok "... the uuid from the XML" [ "$(req 'r["params"]["uuid"]')" = 0b7e2c9a-7f1e-
 ok "... the QEMU pid from NAME.pid" [ "$(req 'r["params"]["pid"]')" = $$ ]
 ok "... the domain XML from stdin" [ "$(req 'r["params"]["xml"].strip()')" = "$XML" ]
 
+# libvirt 9.0 writes the pid file of "kte-a&b" as "kte-a&amp;b.pid", its status
+# XML under the raw name: the hook reads the status XML's <domstatus pid=...>.
+server ok
+echo "<domstatus state='running' reason='booted' pid='$$'>" > "$TMP/run/kte-a&b.xml"
+echo 1 > "$TMP/run/kte-a&amp;b.pid"
+echo "<domain type='qemu'><name>kte-a&amp;b</name></domain>" | KVMTUNED_SOCKET="$TMP/sock" \
+        KVMTUNED_HOOK_PID_DIR="$TMP/run" "$HOOK" 'kte-a&b' started begin - 2>"$TMP/err"
+ok "a name with '&': exit 0" [ $? -eq 0 ]
+ok "... the QEMU pid from the status XML NAME.xml under the raw name" [ "$(req 'r["params"]["pid"]')" = $$ ]
+
 server ok
 hook release
 ok "release: exit 0" [ $rc -eq 0 ]
