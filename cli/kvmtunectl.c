@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -15,6 +16,7 @@
 #include "kvmtune/render.h"
 #include "kvmtune/util.h"
 #include "kvmtune/workload.h"
+#include "top.h"
 
 #define EXIT_FAILED 1
 #define EXIT_USAGE 2
@@ -48,6 +50,9 @@ struct args {
         /* advise */
         bool apply, all;
         const char *xml, *config;
+        /* metrics, top */
+        const char *output;
+        bool once;
         char **pos;                     /* command and its arguments */
         int npos;
 };
@@ -300,16 +305,29 @@ static char *iothreads_format(struct json_object *iot) {
         return b.data;
 }
 
+/* Seconds from a counter in ns, "-" when absent (a plan, a stopped thread). */
+static void add_seconds_cell(struct table *tb, struct json_object *v, const char *key) {
+        if (jget(v, key))
+                table_add_cellf(tb, "%.3f", (double)jint(v, key) / 1e9);
+        else
+                table_add_cell(tb, "-");
+}
+
 static void render_vcpu_table(struct json_object *vcpus, FILE *f) {
         _cleanup_table_ struct table *tb = table_new();
+        bool stats = jget(jidx(vcpus, 0), "run_ns") != NULL;
 
-        table_add_row(tb, "  VCPU", "CPUS", NULL);
+        table_add_row(tb, "  VCPU", "CPUS", stats ? "RUN_S" : NULL, "DELAY_S", NULL);
         for (size_t i = 0; i < jlen(vcpus); i++) {
                 _cleanup_free_ char *cpus = place_format(jidx(vcpus, i));
 
                 table_new_row(tb);
                 table_add_cellf(tb, "  %lld", jint(jidx(vcpus, i), "vcpu"));
                 table_add_cell(tb, cpus);
+                if (stats) {
+                        add_seconds_cell(tb, jidx(vcpus, i), "run_ns");
+                        add_seconds_cell(tb, jidx(vcpus, i), "delay_ns");
+                }
         }
         table_print(tb, f);
 }
@@ -463,6 +481,33 @@ static int render_hugepages_reserve(struct json_object *r, FILE *f) {
 static int render_metrics(struct json_object *r, FILE *f) {
         fputs(jstr(r, "text"), f);
         return 0;
+}
+
+static void verify_domain(struct json_object *d, FILE *f) {
+        struct json_object *drift = jget(d, "drift");
+
+        if (jlen(drift) == 0) {
+                fprintf(f, "%s: as placed (%lld checks)\n", jstr(d, "name"), jint(d, "checked"));
+                return;
+        }
+        fprintf(f, "%s: %zu of %lld checks drifted\n", jstr(d, "name"), jlen(drift), jint(d, "checked"));
+        for (size_t i = 0; i < jlen(drift); i++) {
+                struct json_object *x = jidx(drift, i);
+
+                fprintf(f, "  %s: %s, placed %s\n", jstr(x, "what"),
+                        *jstr(x, "got") ? jstr(x, "got") : "(empty)", *jstr(x, "want") ? jstr(x, "want") : "-");
+        }
+}
+
+/* Exit 1 (the -1 here) when anything drifted: for cron and monitoring. */
+static int render_verify(struct json_object *r, FILE *f) {
+        struct json_object *domains = jget(r, "domains");
+
+        for (size_t i = 0; i < jlen(domains); i++)
+                verify_domain(jidx(domains, i), f);
+        fprintf(f, "%zu guest%s, %lld checks, %lld drifted\n", jlen(domains), jlen(domains) == 1 ? "" : "s",
+                jint(r, "checked"), jint(r, "drifted"));
+        return jint(r, "drifted") > 0 ? -1 : 0;
 }
 
 static int render_rebalance(struct json_object *r, FILE *f) {
@@ -717,6 +762,8 @@ static const struct command commands[] = {
         { "reload",    PROTO_METHOD_RELOAD,    0, 0, NULL,        render_reload },
         { "metrics",   PROTO_METHOD_METRICS,   0, 0, NULL,        render_metrics },
         { "advise",    PROTO_METHOD_ADVISE,    0, 1, params_name, render_advise },
+        { "verify",    PROTO_METHOD_VERIFY,    0, 0, NULL,        render_verify },
+        { "top",       PROTO_METHOD_LIST,      0, 0, NULL,        render_list },
 };
 
 /* --- the request ----------------------------------------------------------- */
@@ -751,7 +798,8 @@ static int print_result(const struct command *c, bool json, struct json_object *
                 printf("%s\n", json_object_to_json_string_ext(
                         result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                         JSON_C_TO_STRING_NOSLASHESCAPE));
-                return jget(result, "refused") || jint(result, "short") > 0 ? EXIT_FAILED : 0;
+                return jget(result, "refused") || jint(result, "short") > 0 ||
+                       jint(result, "drifted") > 0 ? EXIT_FAILED : 0;
         }
         if (c->render(result, stdout) < 0)
                 return EXIT_FAILED;
@@ -785,6 +833,47 @@ static int run_command(const struct command *c, const struct args *a) {
                 fprintf(stderr, "kvmtunectl: cannot write the output: %s\n", strerror(errno));
                 r = EXIT_FAILED;
         }
+        return r;
+}
+
+/* metrics --output FILE: written beside FILE, then renamed over it, so a
+ * reader (node_exporter's textfile collector) never sees half a file. */
+static int metrics_write(const char *path, const char *text) {
+        _cleanup_free_ char *tmp = xasprintf("%s.%d.tmp", path, (int)getpid());
+        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        size_t len = strlen(text);
+        int r = 0;
+
+        if (fd < 0)
+                return -errno;
+        errno = 0;
+        if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0 || rename(tmp, path) < 0)
+                r = errno ? -errno : -EIO;
+        if (r < 0)
+                unlink(tmp);
+        return r;
+}
+
+static int run_metrics_output(const struct args *a) {
+        struct proto_reply rep = { 0 };
+        int r = call_daemon(proto_socket_path(a->socket), PROTO_METHOD_METRICS, NULL, &rep), w;
+
+        if (r == 0 && (w = metrics_write(a->output, jstr(rep.result, "text"))) < 0) {
+                fprintf(stderr, "kvmtunectl: cannot write %s: %s\n", a->output, strerror(-w));
+                r = EXIT_FAILED;
+        }
+        proto_reply_done(&rep);
+        return r;
+}
+
+static int top_fetch(void *userdata, struct json_object **ret) {
+        const struct args *a = userdata;
+        struct proto_reply rep = { 0 };
+        int r = call_daemon(proto_socket_path(a->socket), PROTO_METHOD_LIST, NULL, &rep);
+
+        if (r == 0)
+                *ret = json_object_get(rep.result);
+        proto_reply_done(&rep);
         return r;
 }
 
@@ -890,7 +979,7 @@ static int run_advise_offline(const struct args *a) {
 enum {
         OPT_SOCKET = 0x100, OPT_JSON, OPT_VCPUS, OPT_MEMORY, OPT_IOTHREAD_COUNT,
         OPT_TOPOLOGY, OPT_WORKLOAD, OPT_SYSFS_ROOT, OPT_NAME, OPT_SIZE, OPT_NODE, OPT_COUNT, OPT_APPLY,
-        OPT_ALL, OPT_XML, OPT_CONFIG,
+        OPT_ALL, OPT_XML, OPT_CONFIG, OPT_OUTPUT, OPT_ONCE,
         OPT_POLICY,                     /* + POL_* */
 };
 
@@ -919,6 +1008,8 @@ static const struct option options[] = {
         { "all",            no_argument,       NULL, OPT_ALL },
         { "xml",            required_argument, NULL, OPT_XML },
         { "config",         required_argument, NULL, OPT_CONFIG },
+        { "output",         required_argument, NULL, OPT_OUTPUT },
+        { "once",           no_argument,       NULL, OPT_ONCE },
         {}
 };
 
@@ -942,7 +1033,15 @@ static void help(void) {
                "                         replay a workload offline (no daemon needed)\n"
                "  rebalance [DOMAIN]     recompute and re-apply placement (root)\n"
                "  reload                 re-read the configuration (root)\n"
-               "  metrics                Prometheus text exposition\n"
+               "  metrics [--output FILE]\n"
+               "                         Prometheus text exposition, incl. per-vCPU run time\n"
+               "                         and run-queue delay; --output replaces FILE atomically\n"
+               "                         (node_exporter's textfile collector)\n"
+               "  top [--once]           live view, one line per guest: state, policy, PUs,\n"
+               "                         vCPU busy %% and run-queue delay %%, each second;\n"
+               "                         --once prints one frame over 1 s and exits\n"
+               "  verify                 compare every placed guest's threads, cgroup cpusets\n"
+               "                         and memory nodes with its placement; exit 1 on drift\n"
                "  advise DOMAIN [--apply]\n"
                "                         audit a domain's definition against proven tuning;\n"
                "                         --apply makes the safe fixes in the persistent\n"
@@ -1017,6 +1116,8 @@ static int parse_option(int c, struct args *a) {
         case OPT_ALL: a->all = true; return 0;
         case OPT_XML: a->xml = optarg; return 0;
         case OPT_CONFIG: a->config = optarg; return 0;
+        case OPT_OUTPUT: a->output = optarg; return 0;
+        case OPT_ONCE: a->once = true; return 0;
         default:
                 if (c >= OPT_POLICY && c < OPT_POLICY + _POL_MAX) {
                         a->policy[c - OPT_POLICY] = optarg;
@@ -1096,6 +1197,10 @@ static const struct command *command_check(const struct args *a) {
         }
         if (a->apply)
                 return usage_error("%s: --apply only applies to advise", c->name), NULL;
+        if (a->output && !streq(c->name, "metrics"))
+                return usage_error("%s: --output only applies to metrics", c->name), NULL;
+        if (a->once && !streq(c->name, "top"))
+                return usage_error("%s: --once only applies to top", c->name), NULL;
         if (a->reserve_opts)
                 return usage_error("%s: --size, --node and --count only apply to hugepages reserve",
                                    c->name), NULL;
@@ -1117,5 +1222,10 @@ int main(int argc, char **argv) {
                 return run_plan_offline(&a);
         if (streq(c->name, "advise") && a.xml)
                 return run_advise_offline(&a);
+        if (streq(c->name, "metrics") && a.output)
+                return run_metrics_output(&a);
+        if (streq(c->name, "top"))
+                return a.json ? usage_error("top: no --json (use list --json)"), EXIT_USAGE
+                              : top_run(top_fetch, &a, a.once, stdout);
         return run_command(c, &a);
 }

@@ -3,7 +3,10 @@
  *
  *   ctl-fake-daemon SOCKET [PRIVILEGED_UID]
  *
- * Serves until SIGTERM. Show knows only "db1" and "web" (else not-found); Plan
+ * Serves until SIGTERM. Show knows only "db1" and "web" (else not-found); List
+ * adds vCPU counters that grow by call (db1 runs 0.9 s and waits 0 per vCPU
+ * and call, web runs 0.3 s and waits 0.5 s), for top; Verify reports one
+ * drifted vCPU of db1; Plan
  * echoes its params under "params" and refuses more than 64 vCPUs; Rebalance
  * and Reload are privileged (root, or PRIVILEGED_UID). */
 #include "config.h"
@@ -64,13 +67,28 @@ static int m_status(void *u, struct json_object *p, struct json_object **ret, ch
         return canned(status_json, ret);
 }
 
+/* run_ns and delay_ns on every vCPU of d. */
+static void add_counters(struct json_object *d, int64_t run_ns, int64_t delay_ns) {
+        struct json_object *vcpus;
+
+        json_object_object_get_ex(d, "vcpus", &vcpus);
+        for (size_t i = 0; i < json_object_array_length(vcpus); i++) {
+                json_object_object_add(json_object_array_get_idx(vcpus, i), "run_ns", json_object_new_int64(run_ns));
+                json_object_object_add(json_object_array_get_idx(vcpus, i), "delay_ns", json_object_new_int64(delay_ns));
+        }
+}
+
 static int m_list(void *u, struct json_object *p, struct json_object **ret, char **err) {
+        static int64_t calls;
         struct json_object *arr = json_object_new_array();
         struct json_object *d;
 
+        calls++;
         canned(db1_json, &d);
+        add_counters(d, calls * 900000000, 0);
         json_object_array_add(arr, d);
         canned(web_json, &d);
+        add_counters(d, calls * 300000000, calls * 500000000);
         json_object_array_add(arr, d);
         *ret = json_object_new_object();
         json_object_object_add(*ret, "domains", arr);
@@ -121,6 +139,13 @@ static int m_plan(void *u, struct json_object *p, struct json_object **ret, char
         return 0;
 }
 
+static int m_verify(void *u, struct json_object *p, struct json_object **ret, char **err) {
+        return canned("{\"domains\":[{\"name\":\"db1\",\"state\":\"tuned\",\"checked\":5,\"drift\":"
+                      "[{\"what\":\"vcpu 0 thread 4242\",\"want\":\"4\",\"got\":\"0-7\"}]},"
+                      "{\"name\":\"web\",\"state\":\"shared\",\"checked\":3,\"drift\":[]}],"
+                      "\"checked\":8,\"drifted\":1}", ret);
+}
+
 static int m_rebalance(void *u, struct json_object *p, struct json_object **ret, char **err) {
         return canned("{\"domains\":[{\"name\":\"db1\",\"state\":\"tuned\"}]}", ret);
 }
@@ -137,6 +162,7 @@ static const struct ctl_method methods[] = {
         { "kvmtune.v1.Hugepages", false, m_hugepages },
         { "kvmtune.v1.Metrics", false, m_metrics },
         { "kvmtune.v1.Plan", false, m_plan },
+        { "kvmtune.v1.Verify", false, m_verify },
         { "kvmtune.v1.Rebalance", true, m_rebalance },
         { "kvmtune.v1.Reload", true, m_reload },
 };

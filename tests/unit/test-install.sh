@@ -37,6 +37,7 @@ for f in sbin/kvmtuned bin/kvmtunectl libvirt/hooks/qemu.d/kvmtuned; do
         ok_rc $? "installs $f, executable"
 done
 for f in systemd/system/kvmtuned.service systemd/system/kvmtuned-hugepages.service \
+        systemd/system/kvmtuned-metrics.service systemd/system/kvmtuned-metrics.timer \
         man/man8/kvmtuned.8 man/man1/kvmtunectl.1 man/man5/kvmtuned.conf.5 \
         kvmtuned/kvmtuned.conf bash-completion/completions/kvmtunectl; do
         p=$(installed "$f")
@@ -51,11 +52,11 @@ cmp -s "$srcdir/conf/kvmtuned.conf" "$conf"
 ok_rc $? "the installed configuration is the sample"
 
 # The units run the installed daemon: their path exists below DESTDIR.
-for u in kvmtuned.service kvmtuned-hugepages.service; do
+for u in kvmtuned.service kvmtuned-hugepages.service kvmtuned-metrics.service; do
         p=$(installed "systemd/system/$u")
         exe=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$p" 2>/dev/null | head -n 1)
         case $exe in /*) [ -x "$dest$exe" ] ;; *) false ;; esac
-        ok_rc $? "$u: ExecStart=$exe is the installed daemon"
+        ok_rc $? "$u: ExecStart=$exe is the installed program"
         ! grep -q '@[a-z_]*@' "$p" 2>/dev/null
         ok_rc $? "$u: no unsubstituted @...@"
 done
@@ -65,6 +66,7 @@ done
 extra=$(find "$dest" -type f | grep -v -e '/sbin/kvmtuned$' -e '/bin/kvmtunectl$' \
         -e '/libvirt/hooks/qemu.d/kvmtuned$' -e '/systemd/system/kvmtuned.service$' \
         -e '/systemd/system/kvmtuned-hugepages.service$' -e '/man8/kvmtuned.8$' \
+        -e '/systemd/system/kvmtuned-metrics.service$' -e '/systemd/system/kvmtuned-metrics.timer$' \
         -e '/man1/kvmtunectl.1$' -e '/man5/kvmtuned.conf.5$' -e '/kvmtuned/kvmtuned.conf$' \
         -e '/bash-completion/completions/kvmtunectl$')
 [ -z "$extra" ]

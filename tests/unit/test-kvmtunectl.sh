@@ -11,7 +11,7 @@ FAKE="$BUILDDIR/tests/unit/ctl-fake-daemon"
 run --help
 ok "--help exits 0" rc_is 0
 ok "--help shows the synopsis" out_has "Usage: kvmtunectl \[--socket PATH\] \[--json\] COMMAND"
-for c in status list show topology hugepages plan rebalance reload advise metrics; do
+for c in status list show topology hugepages plan rebalance reload advise metrics top verify; do
         ok "--help lists $c" out_has "^  $c"
 done
 ok "--help documents exit status 3" out_has "3 the daemon cannot be reached"
@@ -134,6 +134,43 @@ ok "hugepages: a pool nobody uses shows -" out_has "^1  *2M  *0  *0  *0  *-$"
 run metrics
 ok "metrics: exit 0" rc_is 0
 ok "metrics: Prometheus text as is" out_has '^kvmtuned_domains{state="tuned"} 1$'
+mkdir "$TMP/textfile"
+echo "old" > "$TMP/textfile/kvmtuned.prom"
+run metrics --output "$TMP/textfile/kvmtuned.prom"
+ok "metrics --output: exit 0" rc_is 0
+ok "metrics --output: nothing on stdout" test ! -s "$TMP/out"
+ok "metrics --output: the file holds the text" grep -q '^kvmtuned_domains{state="tuned"} 1$' "$TMP/textfile/kvmtuned.prom"
+ok "metrics --output: replaced, no temporary file left" test "$(ls "$TMP/textfile")" = kvmtuned.prom
+run metrics --output "$TMP/nodir/kvmtuned.prom"
+ok "metrics --output to a missing directory: exit 1" rc_is 1
+ok "metrics --output to a missing directory: says so" err_has "cannot write $TMP/nodir/kvmtuned.prom"
+run status --output "$TMP/x"
+ok "--output on another command: exit 2" rc_is 2
+run list --once
+ok "--once on another command: exit 2" rc_is 2
+
+run show db1
+ok "show: per-vCPU run and delay columns only with counters (none here)" sh -c "! grep -q DELAY_S '$TMP/out'"
+run verify
+ok "verify: drift exits 1" rc_is 1
+ok "verify: what drifted, live value, placement" out_has "^  vcpu 0 thread 4242: 0-7, placed 4$"
+ok "verify: a domain as placed" out_has "^web: as placed (3 checks)$"
+ok "verify: the total" out_has "^2 guests, 8 checks, 1 drifted$"
+run --json verify
+ok "verify --json: drift exits 1" rc_is 1
+ok "verify --json: the document" json_is "d['domains'][0]['drift'][0]['got']" "0-7"
+
+run top --once
+ok "top --once: exit 0" rc_is 0
+ok "top --once: a header line" out_has "^kvmtuned: 2 guests"
+ok "top --once: no terminal escapes" sh -c "! grep -q \"\$(printf '\\033')\" '$TMP/out'"
+ok "top --once: columns" out_has "^NAME  *STATE  *POLICY  *VCPUS  *PUS  *BUSY%  *DELAY%$"
+ok "top --once: the dedicated guest's line, no delay" out_has "^db1  *tuned  *dedicated  *3  *4-6  *[0-9.]*  *0.0$"
+web=$(awk '$1 == "web" {print $7}' "$TMP/out")
+ok "top --once: the shared guest waits about half the time ($web%)" \
+        awk -v v="$web" 'BEGIN { exit !(v > 35 && v < 55) }'
+run --json top
+ok "top --json: exit 2" rc_is 2
 
 run plan --vcpus 4 --memory 8G --cpu dedicated --threads isolate --iothread-count 1 --hugepages 1G
 ok "plan: exit 0" rc_is 0
@@ -325,6 +362,10 @@ if command -v bash >/dev/null; then
         ok "completion: every command" out_has "status list show topology hugepages plan rebalance reload metrics advise"
         complete_words kvmtunectl advise --a
         ok "completion: advise --apply" out_has "--apply"
+        complete_words kvmtunectl top --o
+        ok "completion: top --once" out_has "^--once$"
+        complete_words kvmtunectl metrics --o
+        ok "completion: metrics --output" out_has "^--output$"
         complete_words kvmtunectl --so
         ok "completion: global options" out_has "^--socket$"
         complete_words kvmtunectl plan --vcpus 4 --thr

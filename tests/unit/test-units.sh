@@ -37,8 +37,22 @@ for in in "$srcdir"/systemd/*.service.in; do
                 "$(systemd-analyze verify --man=no "$tmp/$unit" 2>&1)"
 done
 
+# Timers, beside the services they start (generated above).
+for timer in "$srcdir"/systemd/*.timer; do
+        [ -e "$timer" ] || continue
+        cp "$timer" "$tmp/"
+        check "$(basename "$timer"): systemd-analyze verify" \
+                "$(systemd-analyze verify --man=no "$tmp/$(basename "$timer")" 2>&1)"
+done
+built="$builddir/systemd/kvmtuned-metrics.service"
+if [ -e "$built" ]; then
+        check "generated kvmtuned-metrics.service writes the textfile collector's file atomically" \
+                "$(grep -q '^ExecStart=/.*/kvmtunectl metrics --output /var/lib/prometheus/node-exporter/kvmtuned.prom$' \
+                        "$built" || echo 'no ExecStart line')"
+fi
+
 # The units make generates carry the install path: check the substitution.
-for unit in kvmtuned-hugepages.service kvmtuned.service; do
+for unit in kvmtuned-hugepages.service kvmtuned.service kvmtuned-metrics.service; do
         built="$builddir/systemd/$unit"
         [ -e "$built" ] || continue
         check "generated $unit has no @...@" "$(grep -n '@[a-z_]*@' "$built")"
