@@ -120,6 +120,20 @@ struct ctl_method {
  *
  * kvmtune.v1.Rebalance {"name": "db1"} or {} (all domains) -> privileged;
  *   {"domains": [{"name": "db1", "state": "tuned"}, ...]}  (the domains re-placed)
+ * kvmtune.v1.Isolation {} -> ISOLATION:
+ *   {"configured": "tasks,guests,irqs,workqueues", "switch": "config"|"on"|"off",
+ *    "scope": "/", "in_force": "tasks,guests" | "none", "inactive": null | "why",
+ *    "dedicated": [2,3], "housekeeping": [0,1],     (CPUs taken off host work, left to it)
+ *    "mode": "per-task"|"systemd", "tasks": 120, "units": 0, "guest_threads": 4,
+ *    "kept": 1, "refused": 30, "irqs": 12, "irqs_managed": 3, "default_irq": true,
+ *    "workqueues": true, "irqbalance": false, "skipped": ["task 812: ...", ...]}
+ *   (counts: what is narrowed now; kept: tasks on dedicated CPUs only, left
+ *    alone; refused: per-CPU kernel threads; the report keys appear after the
+ *    first pass.) Status carries the same object as "isolation"; a SHOW of a
+ *   guest whose hand pins name dedicated CPUs carries "isolation_conflict".
+ * kvmtune.v1.IsolationSet {"set": "on"|"off"|"config"} -> privileged; ISOLATION
+ *   after the pass it ran. on: the configured list (everything when the
+ *   configuration says no); off: everything put back; config: as configured.
  * kvmtune.v1.Reload {} -> privileged; {"changed": ["db1", ...]} (domains whose
  *   policy changed); an invalid config: -EINVAL with "FILE:LINE: message".
  */

@@ -95,6 +95,11 @@ struct daemon {
         int next_id;
 
         struct metrics metrics;         /* counters and latencies (metrics.h) */
+
+        /* host isolation (isolate.h) */
+        struct isolate *isolate;        /* created at the first update */
+        sd_event_source *isolate_timer; /* the periodic rescan */
+        int isolation_switch;           /* kvmtunectl isolation: -1 config, 0 off, 1 on */
 };
 
 /* evloop.c: libvirt's event loop implemented on sd-event. Call before

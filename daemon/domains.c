@@ -10,6 +10,7 @@
 
 #include "daemon.h"
 #include "hugepages.h"
+#include "isolate.h"
 #include "kvmtune/domxml.h"
 #include "kvmtune/hostfs.h"
 #include "kvmtune/qemupid.h"
@@ -855,6 +856,7 @@ static void domain_follow(struct daemon *d, struct domain *dm) {
 void domains_follow_pool(struct daemon *d) {
         for (int i = 0; i < d->ndomain; i++)
                 domain_follow(d, d->domains[i]);
+        isolate_update(d);              /* the dedicated PUs may have changed */
 }
 
 int domains_rebalance(struct daemon *d, const char *name) {

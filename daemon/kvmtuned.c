@@ -12,6 +12,7 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "hugepages.h"
+#include "isolate.h"
 #include "kvmtune/log.h"
 #include "kvmtune/proto.h"
 #include "kvmtune/util.h"
@@ -145,7 +146,8 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
         struct daemon *d = userdata;
 
         sd_notify(0, "STOPPING=1");
-        log_info("Received signal %d, exiting; pins stay in place", (int)si->ssi_signo);
+        log_info("Received signal %d, exiting; pins stay in place, host isolation is put back",
+                 (int)si->ssi_signo);
         sd_event_exit(d->event, 0);
         return 0;
 }
@@ -214,6 +216,7 @@ static int run(struct daemon *d) {
         sd_notify(0, "READY=1");
         domains_notify_status(d);
         r = sd_event_loop(d->event);
+        isolate_stop(d);
         watch_stop(d);
         evloop_flush();
         return r;
@@ -232,7 +235,7 @@ static void daemon_done(struct daemon *d) {
 
 int main(int argc, char **argv) {
         struct options o;
-        struct daemon d = { .cb_lifecycle = -1, .cb_metadata = -1 };
+        struct daemon d = { .cb_lifecycle = -1, .cb_metadata = -1, .isolation_switch = -1 };
         int r = parse_options(argc, argv, &o);
 
         if (r >= 0)

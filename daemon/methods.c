@@ -11,6 +11,7 @@
 
 #include "ctl.h"
 #include "daemon.h"
+#include "isolate.h"
 #include "hugepages.h"
 #include "observe.h"
 #include "qemuproc.h"
@@ -121,12 +122,15 @@ static struct json_object *methods_domain_json(const struct daemon *d, const str
         struct json_object *o = json_object_new_object();
         struct pinset observed = {};
         const struct pinset *pins = &dm->pins;
+        _cleanup_free_ char *conflict = NULL;
 
         jadd(o, "name", jstr(dm->name));
         jadd(o, "uuid", jstr(dm->uuid));
         jadd(o, "state", jstr(domain_state_to_string(dm->state)));
         if (dm->reason[0])
                 jadd(o, "reason", jstr(dm->reason));
+        if ((conflict = isolate_conflict(d, dm)))
+                jadd(o, "isolation_conflict", jstr(conflict));
         jadd(o, "id", json_object_new_int(dm->libvirt_id));
         jadd(o, "pid", json_object_new_int(dm->pid));
         jadd(o, "policy", render_policy_json(&dm->policy));
@@ -198,6 +202,7 @@ static int methods_status(void *userdata, struct json_object *params,
         jadd(o, "host", jstr(d->topo->description));
         jadd(o, "pools", methods_pools_json(d));
         jadd(o, "domains", methods_counts_json(d));
+        jadd(o, "isolation", isolate_status_json(d));
         *ret_result = o;
         return 0;
 }
@@ -820,6 +825,27 @@ static int methods_rebalance(void *userdata, struct json_object *params,
         return 0;
 }
 
+/* ---- Isolation -------------------------------------------------------------------- */
+
+static int methods_isolation(void *userdata, struct json_object *params,
+                             struct json_object **ret_result, char **ret_error) {
+        *ret_result = isolate_status_json(userdata);
+        return 0;
+}
+
+static int methods_isolation_set(void *userdata, struct json_object *params,
+                                 struct json_object **ret_result, char **ret_error) {
+        struct daemon *d = userdata;
+        const char *to = methods_param_string(params, "set");
+
+        if (!to || (!streq(to, "on") && !streq(to, "off") && !streq(to, "config")))
+                return *ret_error = xstrdup("set: on, off or config"), -EINVAL;
+        log_info("Host isolation switched %s by kvmtunectl", to);
+        isolate_switch(d, streq(to, "config") ? -1 : streq(to, "on"));
+        *ret_result = isolate_status_json(d);
+        return 0;
+}
+
 static void methods_add_changed(const char *name, void *ud) {
         json_object_array_add(ud, json_object_new_string(name));
 }
@@ -879,6 +905,7 @@ int daemon_reload(struct daemon *d, struct json_object *changed, char *err, size
                 hwloc_bitmap_free(reserved);
                 domains_reevaluate(d, changed ? methods_add_changed : NULL, changed);
         }
+        isolate_update(d);
         domains_notify_status(d);
         log_info("Configuration reloaded from %s", d->config_path);
         return 0;
@@ -898,6 +925,8 @@ static const struct ctl_method methods_table[] = {
         { PROTO_METHOD_ADVISE, false, methods_advise },
         { PROTO_METHOD_ADVISE_APPLY, true, methods_advise_apply },
         { PROTO_METHOD_VERIFY, false, methods_verify },
+        { PROTO_METHOD_ISOLATION, false, methods_isolation },
+        { PROTO_METHOD_ISOLATION_SET, true, methods_isolation_set },
         { HOOK_METHOD, true, hook_method },     /* the libvirt qemu hook (hook.c) */
 };
 const struct ctl_method *const daemon_methods = methods_table;

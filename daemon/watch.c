@@ -257,6 +257,7 @@ int watch_resync(struct daemon *d) {
                 virDomainFree(doms[i]);
         free(doms);
         watch_drop_unseen(d);
+        d->scanned = true;
         domains_follow_pool(d);
         domains_notify_status(d);
         log_info("Resynchronised %d running domain%s", n, n == 1 ? "" : "s");

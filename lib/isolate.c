@@ -21,6 +21,10 @@ static const char *const kind_names[_ISOLATE_KIND_MAX] = {
         [ISOLATE_KIND_IRQBALANCE] = "irqbalance",
 };
 
+const char *isolate_kind_to_string(enum isolate_kind k) {
+        return k >= 0 && k < _ISOLATE_KIND_MAX ? kind_names[k] : "?";
+}
+
 static hwloc_bitmap_t bitmap_new(void) {
         hwloc_bitmap_t m = hwloc_bitmap_alloc();
 

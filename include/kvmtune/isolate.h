@@ -47,7 +47,11 @@ struct isolate_entry {
         unsigned long long start;
         char name[64];
         hwloc_bitmap_t orig, applied;
+        bool seen;                      /* in memory only: visited by the current pass */
 };
+
+/* "task", "guest", "irq", "workqueue", "unit", "irqbalance". */
+const char *isolate_kind_to_string(enum isolate_kind k);
 
 struct isolate_record {
         int n;

@@ -44,6 +44,8 @@
 #define PROTO_METHOD_ADVISE "kvmtune.v1.Advise"
 #define PROTO_METHOD_ADVISE_APPLY "kvmtune.v1.AdviseApply"
 #define PROTO_METHOD_VERIFY "kvmtune.v1.Verify"
+#define PROTO_METHOD_ISOLATION "kvmtune.v1.Isolation"
+#define PROTO_METHOD_ISOLATION_SET "kvmtune.v1.IsolationSet"
 
 #define PROTO_ERROR_INVALID_REQUEST "invalid-request"   /* not JSON / no method */
 #define PROTO_ERROR_TOO_LARGE "too-large"

@@ -329,13 +329,19 @@ cpu_list_canon() {
 # say otherwise): every other domain on the host (another test, a benchmark)
 # is left alone, so tests and daemons running side by side do not fight.
 # Set T_MANAGED to the glob of the test's domain names before calling it.
+# Host isolation is off unless a test sets T_ISOLATION (and T_ISOLATION_SCOPE,
+# a cgroup it creates): a test never moves processes it did not start.
 T_MANAGED=${T_MANAGED:-kvmtuned-test-*}
+T_ISOLATION=${T_ISOLATION:-no}
+T_ISOLATION_SCOPE=${T_ISOLATION_SCOPE:-/kvmtuned-test}
 write_config() {
         {
                 echo "[libvirt]"
                 echo "uri = $URI"
                 echo "[host]"
                 echo "reserved_cpus ="
+                echo "isolation = $T_ISOLATION"
+                echo "isolation_scope = $T_ISOLATION_SCOPE"
                 echo "[defaults]"
                 echo "cpu = none"
                 printf '%s\n' "${1:-}"
