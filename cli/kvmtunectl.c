@@ -215,6 +215,28 @@ static char *counts_format(struct json_object *domains) {
         return b.data;
 }
 
+static bool jbool(struct json_object *o, const char *key) {
+        return json_object_get_boolean(jget(o, key));
+}
+
+/* "tasks,guests on 2-3, housekeeping 0-1: 120 tasks, 4 guest threads, 12 IRQs",
+ * "none (off)", or "none (why)". */
+static char *isolation_summary(struct json_object *iso) {
+        _cleanup_free_ char *ded = cpus_format(jget(iso, "dedicated")), *hk = cpus_format(jget(iso, "housekeeping"));
+
+        if (jget(iso, "inactive"))
+                return xasprintf("none (%s)", jstr(iso, "inactive"));
+        if (streq(jstr(iso, "in_force"), "none"))
+                return xasprintf("none (%s)", streq(jstr(iso, "switch"), "off") ? "switched off" : "configured no");
+        if (streq(ded, "-"))
+                return xasprintf("%s, nothing dedicated now", jstr(iso, "in_force"));
+        return xasprintf("%s off %s (housekeeping %s): %lld task%s, %lld guest thread%s, %lld IRQ%s",
+                         jstr(iso, "in_force"), ded, hk, jint(iso, "tasks") + jint(iso, "units"),
+                         jint(iso, "tasks") + jint(iso, "units") == 1 ? "" : "s", jint(iso, "guest_threads"),
+                         jint(iso, "guest_threads") == 1 ? "" : "s", jint(iso, "irqs"),
+                         jint(iso, "irqs") == 1 ? "" : "s");
+}
+
 static int render_status(struct json_object *r, FILE *f) {
         struct json_object *lv = jget(r, "libvirt"), *pools = jget(r, "pools");
 
@@ -228,6 +250,8 @@ static int render_status(struct json_object *r, FILE *f) {
         kv_free(f, "shared CPUs:", cpus_format(jget(pools, "shared")));
         kv_free(f, "dedicated CPUs:", cpus_format(jget(pools, "dedicated")));
         kv_free(f, "domains:", counts_format(jget(r, "domains")));
+        if (jget(r, "isolation"))
+                kv_free(f, "isolation:", isolation_summary(jget(r, "isolation")));
         return 0;
 }
 
@@ -351,6 +375,8 @@ static int render_show(struct json_object *r, FILE *f) {
         kv(f, "state:", jstr(r, "state"));
         if (jget(r, "reason"))
                 kv(f, "reason:", jstr(r, "reason"));
+        if (jget(r, "isolation_conflict"))
+                kv(f, "isolation:", jstr(r, "isolation_conflict"));
         render_placement(r, f);
         return 0;
 }
@@ -508,6 +534,43 @@ static int render_verify(struct json_object *r, FILE *f) {
         fprintf(f, "%zu guest%s, %lld checks, %lld drifted\n", jlen(domains), jlen(domains) == 1 ? "" : "s",
                 jint(r, "checked"), jint(r, "drifted"));
         return jint(r, "drifted") > 0 ? -1 : 0;
+}
+
+static void isolation_counts(struct json_object *iso, FILE *f) {
+        kv_free(f, "tasks:", xasprintf("%lld confined%s, %lld kept (on dedicated CPUs only), %lld refused (per-CPU)",
+                                       jint(iso, "tasks"), streq(jstr(iso, "mode"), "systemd") ? " one by one" : "",
+                                       jint(iso, "kept"), jint(iso, "refused")));
+        if (streq(jstr(iso, "mode"), "systemd"))
+                kv_free(f, "units:", xasprintf("%lld with AllowedCPUs= (system.slice, user.slice, init.scope)",
+                                               jint(iso, "units")));
+        kv_free(f, "guests:", xasprintf("%lld thread%s of guests left alone", jint(iso, "guest_threads"),
+                                        jint(iso, "guest_threads") == 1 ? "" : "s"));
+        if (jbool(iso, "irqbalance"))
+                kv(f, "IRQs:", "through irqbalance (its banned CPUs)");
+        else
+                kv_free(f, "IRQs:", xasprintf("%lld moved, %lld refused (managed), default affinity %s",
+                                              jint(iso, "irqs"), jint(iso, "irqs_managed"),
+                                              jbool(iso, "default_irq") ? "moved" : "untouched"));
+        kv(f, "workqueues:", jbool(iso, "workqueues") ? "unbound cpumask moved" : "untouched");
+}
+
+static int render_isolation(struct json_object *r, FILE *f) {
+        struct json_object *skipped = jget(r, "skipped");
+
+        kv_free(f, "configured:", xasprintf("%s (switch: %s)", jstr(r, "configured"), jstr(r, "switch")));
+        kv(f, "in force:", jstr(r, "in_force"));
+        if (jget(r, "inactive"))
+                kv(f, "inactive:", jstr(r, "inactive"));
+        kv(f, "scope:", jstr(r, "scope"));
+        kv_free(f, "dedicated:", cpus_format(jget(r, "dedicated")));
+        kv_free(f, "housekeeping:", cpus_format(jget(r, "housekeeping")));
+        if (!jget(r, "mode"))
+                return 0;
+        kv(f, "mode:", jstr(r, "mode"));
+        isolation_counts(r, f);
+        for (size_t i = 0; i < jlen(skipped); i++)
+                kv(f, i == 0 ? "skipped:" : "", json_object_get_string(jidx(skipped, i)));
+        return 0;
 }
 
 static int render_rebalance(struct json_object *r, FILE *f) {
@@ -715,6 +778,16 @@ static int params_plan(const struct args *a, struct json_object **ret) {
         return 0;
 }
 
+static int params_isolation_set(const struct args *a, struct json_object **ret) {
+        const char *to = a->pos[1];
+
+        if (!streq(to, "on") && !streq(to, "off") && !streq(to, "config"))
+                return usage_error("isolation: '%s' is not on, off or config", to);
+        *ret = json_object_new_object();
+        json_object_object_add(*ret, "set", json_object_new_string(to));
+        return 0;
+}
+
 static int params_hugepages_reserve(const struct args *a, struct json_object **ret) {
         _cleanup_json_ struct json_object *p = json_object_new_object();
         long node, count;
@@ -742,6 +815,11 @@ static const struct command hugepages_reserve_command = {
         render_hugepages_reserve,
 };
 
+/* "isolation on|off|config": the privileged variant of isolation. */
+static const struct command isolation_set_command = {
+        "isolation", PROTO_METHOD_ISOLATION_SET, 1, 1, params_isolation_set, render_isolation,
+};
+
 /* "advise --apply": the privileged variant of advise; "advise --all": every
  * domain (see advise_check). */
 static const struct command advise_apply_command = {
@@ -764,6 +842,7 @@ static const struct command commands[] = {
         { "advise",    PROTO_METHOD_ADVISE,    0, 1, params_name, render_advise },
         { "verify",    PROTO_METHOD_VERIFY,    0, 0, NULL,        render_verify },
         { "top",       PROTO_METHOD_LIST,      0, 0, NULL,        render_list },
+        { "isolation", PROTO_METHOD_ISOLATION, 0, 1, NULL,        render_isolation },
 };
 
 /* --- the request ----------------------------------------------------------- */
@@ -1052,6 +1131,10 @@ static void help(void) {
                "         [--topology FILE.xml [--sysfs-root DIR]]\n"
                "                         audit a definition offline (no daemon, no libvirt);\n"
                "                         --apply prints the fixed XML\n"
+               "  isolation [on|off|config]\n"
+               "                         host work kept off dedicated CPUs: what is in force,\n"
+               "                         what was skipped; on/off switch it, config goes back\n"
+               "                         to [host] isolation (root)\n"
                "\n"
                "Options:\n"
                "  --socket PATH          control socket (default $KVMTUNED_SOCKET or\n"
@@ -1195,6 +1278,8 @@ static const struct command *command_check(const struct args *a) {
                         return usage_error("hugepages: unknown sub-command '%s' (reserve)", a->pos[1]), NULL;
                 return &hugepages_reserve_command;
         }
+        if (streq(c->name, "isolation") && a->npos > 1)
+                return &isolation_set_command;
         if (a->apply)
                 return usage_error("%s: --apply only applies to advise", c->name), NULL;
         if (a->output && !streq(c->name, "metrics"))

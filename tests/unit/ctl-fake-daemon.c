@@ -7,8 +7,8 @@
  * adds vCPU counters that grow by call (db1 runs 0.9 s and waits 0 per vCPU
  * and call, web runs 0.3 s and waits 0.5 s), for top; Verify reports one
  * drifted vCPU of db1; Plan
- * echoes its params under "params" and refuses more than 64 vCPUs; Rebalance
- * and Reload are privileged (root, or PRIVILEGED_UID). */
+ * echoes its params under "params" and refuses more than 64 vCPUs; Rebalance,
+ * Reload and IsolationSet are privileged (root, or PRIVILEGED_UID). */
 #include "config.h"
 
 #include <errno.h>
@@ -21,7 +21,14 @@ static const char status_json[] =
         "{\"version\":\"0.1.0\",\"uptime_sec\":3725,\"host\":\"2 nodes, 2 L3 groups, 12 PUs\","
         "\"libvirt\":{\"uri\":\"qemu:///system\",\"connected\":true},"
         "\"pools\":{\"reserved\":[0,1],\"shared\":[2,3,8,9,10,11],\"dedicated\":[4,5,6,7]},"
-        "\"domains\":{\"tuned\":1,\"shared\":1,\"ignored\":0,\"unplaced\":0,\"failed\":0}}";
+        "\"domains\":{\"tuned\":1,\"shared\":1,\"ignored\":0,\"unplaced\":0,\"failed\":0},"
+        "\"isolation\":{\"configured\":\"tasks,guests,irqs,workqueues\",\"switch\":\"config\",\"scope\":\"/\","
+        "\"in_force\":\"tasks,guests,irqs,workqueues\",\"inactive\":null,\"dedicated\":[4,5,6,7],"
+        "\"housekeeping\":[0,1,2,3,8,9,10,11],\"mode\":\"per-task\",\"tasks\":120,\"units\":0,"
+        "\"guest_threads\":4,\"kept\":1,\"refused\":30,\"irqs\":12,\"irqs_managed\":3,"
+        "\"default_irq\":true,\"workqueues\":true,\"irqbalance\":false,"
+        "\"skipped\":[\"task 812: on dedicated CPUs 5 only, left alone\","
+        "\"guest batch: its own pins (4) name dedicated CPUs: conflict, left alone\"]}}";
 
 static const char db1_json[] =
         "{\"name\":\"db1\",\"uuid\":\"6f1c7c8e-3d2a-4b52-9a77-0f5f0c6f2a11\",\"state\":\"tuned\","
@@ -150,6 +157,28 @@ static int m_rebalance(void *u, struct json_object *p, struct json_object **ret,
         return canned("{\"domains\":[{\"name\":\"db1\",\"state\":\"tuned\"}]}", ret);
 }
 
+/* The isolation object of the status above. */
+static int m_isolation(void *u, struct json_object *p, struct json_object **ret, char **err) {
+        struct json_object *status, *iso;
+        int r = canned(status_json, &status);
+
+        if (r < 0)
+                return r;
+        json_object_object_get_ex(status, "isolation", &iso);
+        *ret = json_object_get(iso);
+        json_object_put(status);
+        return 0;
+}
+
+/* Switched off: nothing in force. */
+static int m_isolation_set(void *u, struct json_object *p, struct json_object **ret, char **err) {
+        return canned("{\"configured\":\"tasks,guests,irqs,workqueues\",\"switch\":\"off\",\"scope\":\"/\","
+                      "\"in_force\":\"none\",\"inactive\":null,\"dedicated\":[],\"housekeeping\":[0,1,2,3,4,5,6,7,8,9,10,11],"
+                      "\"mode\":\"per-task\",\"tasks\":0,\"units\":0,\"guest_threads\":0,\"kept\":0,\"refused\":0,"
+                      "\"irqs\":0,\"irqs_managed\":0,\"default_irq\":false,\"workqueues\":false,"
+                      "\"irqbalance\":false,\"skipped\":[]}", ret);
+}
+
 static int m_reload(void *u, struct json_object *p, struct json_object **ret, char **err) {
         return canned("{\"changed\":[\"web\"]}", ret);
 }
@@ -165,6 +194,8 @@ static const struct ctl_method methods[] = {
         { "kvmtune.v1.Verify", false, m_verify },
         { "kvmtune.v1.Rebalance", true, m_rebalance },
         { "kvmtune.v1.Reload", true, m_reload },
+        { "kvmtune.v1.Isolation", false, m_isolation },
+        { "kvmtune.v1.IsolationSet", true, m_isolation_set },
 };
 
 static int on_term(sd_event_source *s, const struct signalfd_siginfo *si, void *u) {

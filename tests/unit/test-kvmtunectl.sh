@@ -11,7 +11,7 @@ FAKE="$BUILDDIR/tests/unit/ctl-fake-daemon"
 run --help
 ok "--help exits 0" rc_is 0
 ok "--help shows the synopsis" out_has "Usage: kvmtunectl \[--socket PATH\] \[--json\] COMMAND"
-for c in status list show topology hugepages plan rebalance reload advise metrics top verify; do
+for c in status list show topology hugepages plan rebalance reload advise metrics top verify isolation; do
         ok "--help lists $c" out_has "^  $c"
 done
 ok "--help documents exit status 3" out_has "3 the daemon cannot be reached"
@@ -88,6 +88,19 @@ ok "status: shared pool as a CPU list" out_has "^shared CPUs: *2-3,8-11$"
 ok "status: domain counts" out_has "1 tuned, 1 shared, 0 ignored"
 ok "status: uptime" out_has "1h 2m 5s"
 ok "status: the host" out_has "^host: *2 nodes, 2 L3 groups, 12 PUs$"
+ok "status: the isolation in force" \
+        out_has "^isolation: *tasks,guests,irqs,workqueues off 4-7 (housekeeping 0-3,8-11): 120 tasks, 4 guest threads, 12 IRQs$"
+run isolation
+ok "isolation: exit 0" rc_is 0
+ok "isolation: dedicated and housekeeping CPUs" out_has "^dedicated: *4-7$" && out_has "^housekeeping: *0-3,8-11$"
+ok "isolation: task counts and why skipped" out_has "^tasks: *120 confined, 1 kept (on dedicated CPUs only), 30 refused (per-CPU)$"
+ok "isolation: IRQs" out_has "^IRQs: *12 moved, 3 refused (managed), default affinity moved$"
+ok "isolation: what was skipped, one a line" out_has "^skipped: *task 812: on dedicated CPUs 5 only" && \
+        out_has "^ *guest batch: its own pins (4) name dedicated CPUs"
+run --json isolation
+ok "isolation --json: the object" json_is 'd["in_force"]' "tasks,guests,irqs,workqueues"
+run isolation sideways
+ok "isolation with a bad switch: exit 2" rc_is 2
 run --json status
 ok "status --json: valid JSON" json_ok
 ok "status --json: the result object" json_is 'd["libvirt"]["uri"]' "qemu:///system"
@@ -215,6 +228,9 @@ ok "rebalance as a non-privileged uid: exit 1" rc_is 1
 ok "rebalance: permission denied" err_has "permission denied"
 run reload
 ok "reload as a non-privileged uid: exit 1" rc_is 1
+run isolation off
+ok "isolation off as a non-privileged uid: exit 1" rc_is 1
+ok "isolation off: permission denied" err_has "permission denied"
 stop_daemon
 ok "stand-in daemon removed its socket" test ! -e "$SOCK"
 
@@ -229,6 +245,9 @@ ok "reload as the privileged uid: exit 0" rc_is 0
 ok "reload: changed domains" out_has "configuration reloaded; policy changed for web"
 run rebalance a b
 ok "rebalance with two domains: exit 2" rc_is 2
+run isolation off
+ok "isolation off as the privileged uid: exit 0" rc_is 0
+ok "isolation off: nothing in force" out_has "^in force: *none$" && out_has "^configured: *tasks,guests,irqs,workqueues (switch: off)$"
 
 stop_daemon
 
@@ -260,6 +279,9 @@ run --socket "$TMP/real.sock" show nosuch
 ok "kvmtuned show of an unknown domain: exit 1" rc_is 1
 run --socket "$TMP/real.sock" metrics
 ok "kvmtuned metrics: Prometheus text" out_has "^# TYPE "
+run --socket "$TMP/real.sock" --json isolation
+ok "kvmtuned isolation: never on the test driver" json_is 'd["in_force"]' "none"
+ok "kvmtuned isolation: says why" json_is 'd["inactive"] is not None' True
 stop_daemon
 ok "kvmtuned removed its socket at exit" test ! -e "$TMP/real.sock"
 
