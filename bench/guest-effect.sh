@@ -5,8 +5,13 @@
 # counts in a loop and writes one byte to its serial port, a file, every 2M
 # iterations) runs alone, then next to two spinning guests with nothing pinned,
 # then next to the same two guests with kvmtuned placing it (cpu=dedicated; the
-# neighbours on the shared pool). Prints the guest's throughput in each phase
-# and the share it kept, side by side. Figures only: never pass/fail.
+# neighbours on the shared pool); then next to two busy host processes (shell
+# loops in the cgroup /kvmtuned-bench), with nothing pinned and with kvmtuned
+# (cpu=dedicated, [host] isolation = tasks with isolation_scope = that cgroup:
+# only the benchmark's own processes are moved). Scheduler autogroups are off
+# for the run, as on a server whose services live in cgroups, and put back.
+# Prints the guest's throughput in each phase and the share it kept, side by
+# side. Figures only: never pass/fail.
 #
 # Needs root, libvirtd and QEMU (TCG is enough); shares tests/integration/lib.sh
 # with the integration tests (one run at a time, everything cleaned up at exit).
@@ -21,7 +26,11 @@ T_MANAGED=kvmtuned-bench-*
 . "$top/tests/integration/lib.sh"
 require_env
 images=/var/lib/libvirt/images/kvmtuned-bench
-trap 't_cleanup; rm -rf "$images"' EXIT
+autogroup=/proc/sys/kernel/sched_autogroup_enabled
+autogroup_was=$(cat "$autogroup" 2>/dev/null)
+trap 'busy_stop /kvmtuned-bench; t_cleanup; rm -rf "$images"
+      [ -n "$autogroup_was" ] && echo "$autogroup_was" > "$autogroup"' EXIT
+[ -n "$autogroup_was" ] && echo 0 > "$autogroup"
 
 mkdir -p "$images"
 gcc -m32 -c -o "$T_TMP/spin.o" "$here/guest/spin.S" &&
@@ -71,11 +80,29 @@ phase_kvmtuned() {
         r=$(rate); stop_guests; stop_daemon; echo "$r"
 }
 
+phase_host() {           # phase_host placed|none: next to 2 busy host processes
+        local r
+        busy_start /kvmtuned-bench 2
+        if [ "$1" = placed ]; then
+                T_ISOLATION=tasks T_ISOLATION_SCOPE=/kvmtuned-bench write_config
+                start_daemon >&2 || return 1
+                start_guest kvmtuned-bench-victim 'cpu="dedicated" emulator="share"'
+                wait_state kvmtuned-bench-victim tuned 20 || diag "victim not tuned" >&2
+        else
+                start_guest kvmtuned-bench-victim
+        fi
+        r=$(rate); stop_guests; stop_daemon; busy_stop; echo "$r"
+}
+
 alone=$(phase_alone)
 noisy=$(phase_noisy)
 tuned=$(phase_kvmtuned)
+host=$(phase_host none)
+host_tuned=$(phase_host placed)
 share() { awk -v a="$1" -v b="$alone" 'BEGIN { printf "%.1f%%", b ? 100 * a / b : 0 }'; }
 printf '%-42s %10s %8s\n' "guest throughput, $(nproc) host PUs, TCG" "bytes/s" "kept"
 printf '%-42s %10s %8s\n' "alone" "$alone" "100.0%"
 printf '%-42s %10s %8s\n' "2 spinning neighbours, nothing pinned" "$noisy" "$(share "$noisy")"
 printf '%-42s %10s %8s\n' "2 spinning neighbours, placed by kvmtuned" "$tuned" "$(share "$tuned")"
+printf '%-42s %10s %8s\n' "2 busy host processes, nothing pinned" "$host" "$(share "$host")"
+printf '%-42s %10s %8s\n' "2 busy host processes, kvmtuned isolation" "$host_tuned" "$(share "$host_tuned")"

@@ -670,8 +670,8 @@ static void pass_done(struct pass *p) {
 
 int isolate_pass(struct isolate *s, unsigned what, const char *scope, hwloc_const_bitmap_t online,
                  hwloc_const_bitmap_t dedicated, const struct isolate_guest *guests, int nguest) {
-        _cleanup_bitmap_ hwloc_bitmap_t ded = isolate_effective(online, what ? dedicated : NULL);
-        struct pass p = { .s = s, .online = online, .ded = ded, .none = bitmap_new() };
+        struct pass p = { .s = s, .online = online, .none = bitmap_new() };
+        _cleanup_bitmap_ hwloc_bitmap_t ded = isolate_effective(online, what ? dedicated : p.none);
         int r;
 
         free(s->scope);
@@ -680,6 +680,7 @@ int isolate_pass(struct isolate *s, unsigned what, const char *scope, hwloc_cons
         s->report = (struct isolate_report){};
         for (int i = 0; i < s->rec.n; i++)
                 s->rec.e[i].seen = false;
+        p.ded = ded;
         pass_visit(&p, what, guests, nguest);
         r = record_save(s);             /* what is about to change is on disk first */
         changes_apply(&p);

@@ -453,6 +453,50 @@ EOF
         ok $bad "dedicated PUs are used by nothing else of any domain ($*)"
 }
 
+# ---- host isolation: a cgroup of busy processes the caller starts ----------------
+
+# busy_start CGROUP N [NICE]: creates CGROUP below the cpuset hierarchy (v1) or
+# the unified one and starts N busy loops in it; T_BUSY lists their pids,
+# T_BUSY_CG the cgroup's directory. busy_stop [CGROUP] kills every process in
+# it and removes it (also from t_cleanup; a caller that ran busy_start in a
+# subshell names the cgroup). This is what isolation_scope = CGROUP confines,
+# and nothing else: a test never moves processes it did not start.
+T_BUSY=""
+T_BUSY_CG=""
+busy_cgroup() {         # busy_cgroup CGROUP: its directory
+        if [ -d /sys/fs/cgroup/cpuset ]; then echo "/sys/fs/cgroup/cpuset$1"; else echo "/sys/fs/cgroup$1"; fi
+}
+
+busy_start() {
+        local i
+        T_BUSY_CG=$(busy_cgroup "$1")
+        mkdir -p "$T_BUSY_CG"
+        if [ -d /sys/fs/cgroup/cpuset ]; then
+                cat /sys/fs/cgroup/cpuset/cpuset.cpus > "$T_BUSY_CG/cpuset.cpus"
+                cat /sys/fs/cgroup/cpuset/cpuset.mems > "$T_BUSY_CG/cpuset.mems"
+        fi
+        for i in $(seq "$2"); do
+                nice -n "${3:-0}" sh -c 'while :; do :; done' 9>&- &
+                T_BUSY="$T_BUSY $!"
+                echo $! > "$T_BUSY_CG/cgroup.procs"
+        done
+}
+
+busy_stop() {
+        local p cg=$T_BUSY_CG
+        [ -n "${1:-}" ] && cg=$(busy_cgroup "$1")
+        [ -n "$cg" ] && [ -d "$cg" ] && T_BUSY="$T_BUSY $(cat "$cg/cgroup.procs")"
+        for p in $T_BUSY; do kill "$p" 2>/dev/null; done
+        for p in $T_BUSY; do wait "$p" 2>/dev/null; done
+        [ -n "$cg" ] && wait_for 5 rmdir "$cg" 2>/dev/null
+        T_BUSY=""
+        T_BUSY_CG=""
+}
+
+allowed() {             # allowed PID: its Cpus_allowed_list
+        awk '/^Cpus_allowed_list:/ {print $2}' "/proc/$1/status"
+}
+
 # ---- benchmarks ----------------------------------------------------------------
 
 # stats FILE COLUMN: "median max count" of a column, lines with "-" there skipped
@@ -468,6 +512,7 @@ stats() {
 # ---- cleanup -----------------------------------------------------------------
 
 t_cleanup() {
+        busy_stop
         stop_daemon
         cleanup_domains
         restart_system_daemon

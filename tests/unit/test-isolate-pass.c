@@ -325,6 +325,9 @@ static void test_scope(void) {
         ok(!strstr(f.log, "write "), "scope: no IRQ or workqueue written");
         pass(s, ISOLATE_TASKS | ISOLATE_GUESTS, "/kvmtuned-test", "", NULL, 0);
         is_task(&f, 30, "0-3", "scope: put back");
+        pass(s, ISOLATE_TASKS | ISOLATE_GUESTS, "/kvmtuned-test", "2", NULL, 0);
+        pass(s, 0, "/kvmtuned-test", "2", NULL, 0);
+        is_task(&f, 30, "0-3", "switched off (nothing to isolate) while CPU 2 is dedicated: put back");
         pass(s, ISOLATE_TASKS, "/nonexistent", "2", NULL, 0);
         ok(s->report.nskipped == 1 && strstr(s->report.skipped[0], "no cgroup"), "a missing scope is reported");
         isolate_free(s);
