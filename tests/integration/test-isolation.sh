@@ -46,9 +46,11 @@ busy_back() {           # every busy process has its original mask again
 }
 
 guest_off() {           # guest_off DOMAIN CPU: none of its threads may run there
-        domain_threads "$1" | awk '{print $3}' | while read -r cpus; do
-                cpus_contain "$cpus" "$2" && exit 1
+        local cpus
+        for cpus in $(domain_threads "$1" | awk '{print $3}'); do
+                cpus_contain "$cpus" "$2" && return 1
         done
+        return 0
 }
 
 write_config

@@ -18,6 +18,7 @@
 
 struct fake {
         char root[64];
+        char record[96];                /* the record file, in root */
         int nt;
         pid_t tid[NTASK];
         hwloc_bitmap_t mask[NTASK];
@@ -213,8 +214,19 @@ static char *file_text(struct fake *f, const char *path) {
 #define is_task(f, tid, want, ...) do { _cleanup_free_ char *_s = task_list(f, tid); is_str(_s, want, __VA_ARGS__); } while (0)
 #define is_file(f, path, want, ...) do { _cleanup_free_ char *_s = file_text(f, path); is_str(_s, want, __VA_ARGS__); } while (0)
 
-static char *record_at(struct fake *f) {
-        return xasprintf("%s/isolation", f->root);
+/* A fresh copy of the fixture and an isolate on it (its record in the copy). */
+static struct isolate *fake_start(struct fake *f) {
+        struct isolate *s = NULL;
+
+        fake_init(f);
+        snprintf(f->record, sizeof f->record, "%s/isolation", f->root);
+        isolate_new(f->root, f->record, &fake_ops, f, &s);
+        return s;
+}
+
+static void fake_end(struct fake *f, struct isolate *s) {
+        isolate_free(s);
+        fake_done(f);
 }
 
 static int pass(struct isolate *s, unsigned what, const char *scope, const char *ded,
@@ -274,7 +286,7 @@ static void whole_host_follow(struct fake *f, struct isolate *s, const struct is
 }
 
 static void whole_host_restore(struct fake *f, struct isolate *s, const struct isolate_guest *g) {
-        _cleanup_free_ char *rec = record_at(f);
+        const char *rec = f->record;
 
         ok(access(rec, F_OK) == 0, "the record is on disk while something is confined");
         pass(s, ISOLATE_ALL, "/", "", g, 2);
@@ -294,31 +306,22 @@ static void whole_host_restore(struct fake *f, struct isolate *s, const struct i
 
 static void test_whole_host(void) {
         struct fake f;
-        struct isolate *s = NULL;
-        _cleanup_free_ char *rec = NULL;
         _cleanup_bitmap_ hwloc_bitmap_t hand = set("2");
         struct isolate_guest g[] = { { "vm", 500, NULL }, { "hand", 600, hand } };
+        struct isolate *s = fake_start(&f);
 
-        fake_init(&f);
-        rec = record_at(&f);
-        isolate_new(f.root, rec, &fake_ops, &f, &s);
         whole_host_first(&f, s, g);
         whole_host_follow(&f, s, g);
         whole_host_restore(&f, s, g);
-        isolate_free(s);
-        fake_done(&f);
+        fake_end(&f, s);
 }
 
 /* ---- a scope, as the integration test sets it ---------------------------------------------- */
 
 static void test_scope(void) {
         struct fake f;
-        struct isolate *s = NULL;
-        _cleanup_free_ char *rec = NULL;
+        struct isolate *s = fake_start(&f);
 
-        fake_init(&f);
-        rec = record_at(&f);
-        isolate_new(f.root, rec, &fake_ops, &f, &s);
         pass(s, ISOLATE_TASKS | ISOLATE_GUESTS, "/kvmtuned-test", "2", NULL, 0);
         is_task(&f, 30, "0-1,3", "scope: its task confined");
         ok(!strstr(f.log, "set 1 ") && !strstr(f.log, "set 2 "), "scope: tasks outside it untouched");
@@ -330,27 +333,22 @@ static void test_scope(void) {
         is_task(&f, 30, "0-3", "switched off (nothing to isolate) while CPU 2 is dedicated: put back");
         pass(s, ISOLATE_TASKS, "/nonexistent", "2", NULL, 0);
         ok(s->report.nskipped == 1 && strstr(s->report.skipped[0], "no cgroup"), "a missing scope is reported");
-        isolate_free(s);
-        fake_done(&f);
+        fake_end(&f, s);
 }
 
 /* ---- a killed daemon's record is adopted ------------------------------------------------------ */
 
 static void test_restart(void) {
         struct fake f;
-        struct isolate *s = NULL;
-        _cleanup_free_ char *rec = NULL;
+        struct isolate *s = fake_start(&f);
 
-        fake_init(&f);
-        rec = record_at(&f);
-        isolate_new(f.root, rec, &fake_ops, &f, &s);
         pass(s, ISOLATE_ALL, "/", "2", NULL, 0);
         isolate_free(s);                /* killed: nothing put back */
         is_task(&f, 1, "0-1,3", "killed: init stays confined");
         /* tid 2 exited and was reused by another task meanwhile */
         if (hostfs_write(f.root, "/proc/2/stat", "2 (other) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 999 0 0\n") < 0)
                 abort();
-        isolate_new(f.root, rec, &fake_ops, &f, &s);
+        isolate_new(f.root, f.record, &fake_ops, &f, &s);
         ok(isolate_record_find(&s->rec, ISOLATE_KIND_TASK, 1, NULL) != NULL, "restart: init's entry adopted");
         ok(!isolate_record_find(&s->rec, ISOLATE_KIND_TASK, 2, NULL), "restart: a reused tid is dropped");
         f.log[0] = '\0';
@@ -358,22 +356,17 @@ static void test_restart(void) {
         is_task(&f, 1, "0-3", "restart, nothing dedicated: init back");
         ok(!strstr(f.log, "set 2 "), "the task that reused a tid is not touched");
         is_file(&f, "/proc/irq/default_smp_affinity", "0000000f", "restart: default IRQ affinity back");
-        isolate_free(s);
-        fake_done(&f);
+        fake_end(&f, s);
 }
 
 /* ---- systemd hosts: AllowedCPUs on the slices ---------------------------------------------- */
 
 static void test_systemd(void) {
         struct fake f;
-        struct isolate *s = NULL;
-        _cleanup_free_ char *rec = NULL;
+        struct isolate *s = fake_start(&f);
 
-        fake_init(&f);
         f.systemd = true;
         hwloc_bitmap_list_sscanf(f.unit[1], "0-2");     /* user.slice set by the admin */
-        rec = record_at(&f);
-        isolate_new(f.root, rec, &fake_ops, &f, &s);
         pass(s, ISOLATE_TASKS, "/", "2", NULL, 0);
         ok(strstr(f.log, "unit system.slice 0-1,3\n") && strstr(f.log, "unit init.scope 0-1,3\n"),
            "systemd: unset AllowedCPUs become the housekeeping CPUs");
@@ -388,22 +381,17 @@ static void test_systemd(void) {
                 _cleanup_bitmap_ hwloc_bitmap_t want = set("0-2");
                 ok(hwloc_bitmap_isequal(f.unit[1], want), "systemd: user.slice back to 0-2");
         }
-        isolate_free(s);
-        fake_done(&f);
+        fake_end(&f, s);
 }
 
 /* ---- irqbalance runs: it is told, not fought --------------------------------------------------- */
 
 static void test_irqbalance(void) {
         struct fake f;
-        struct isolate *s = NULL;
-        _cleanup_free_ char *rec = NULL;
+        struct isolate *s = fake_start(&f);
 
-        fake_init(&f);
         f.irqbalance = true;
         hwloc_bitmap_set(f.banned, 1);  /* banned through its UI before us */
-        rec = record_at(&f);
-        isolate_new(f.root, rec, &fake_ops, &f, &s);
         pass(s, ISOLATE_IRQS, "/", "2", NULL, 0);
         ok(strstr(f.log, "irqbalance settings cpus 1-2\n") != NULL, "irqbalance bans the dedicated CPU too");
         is_file(&f, "/proc/irq/24/smp_affinity_list", "0-3", "IRQ files are left to irqbalance");
@@ -416,8 +404,7 @@ static void test_irqbalance(void) {
         ok(strstr(f.log, "irqbalance settings cpus NULL\nirqbalance settings cpus 1\n") != NULL,
            "put back: its own setting dropped, then the earlier ban set again");
         is_int(s->rec.n, 0, "record empty");
-        isolate_free(s);
-        fake_done(&f);
+        fake_end(&f, s);
 }
 
 int main(void) {
