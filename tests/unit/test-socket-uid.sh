@@ -51,7 +51,7 @@ ok "kvmtuned answers root" ctl status
 # Every method the protocol names; the mutating ones are root's.
 methods=$(sed -n 's/^#define [A-Z_]*METHOD[A-Z_]* "\(kvmtune\.v1\.[A-Za-z]*\)"$/\1/p' \
         "$SRCDIR/include/kvmtune/proto.h" "$SRCDIR/include/kvmtune/hook.h")
-mutating="kvmtune.v1.HugepagesReserve kvmtune.v1.Rebalance kvmtune.v1.Reload kvmtune.v1.AdviseApply kvmtune.v1.Hook"
+mutating="kvmtune.v1.HugepagesReserve kvmtune.v1.Rebalance kvmtune.v1.Reload kvmtune.v1.AdviseApply kvmtune.v1.IsolationSet kvmtune.v1.Hook"
 for m in $mutating; do
         ok "$m is named in the protocol headers" sh -c "echo '$methods' | grep -qx '$m'"
 done
