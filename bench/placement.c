@@ -108,14 +108,18 @@ static int cmp_int_desc(const void *a, const void *b) {
         return *(const int *)b - *(const int *)a;
 }
 
-/* Whether some node has 'need' free PUs. */
-static bool one_node_possible(const struct topo *t, const bool *free_pu, int need) {
+/* Whether some node has free PUs for the vCPUs while the host has room for
+ * the extras too (beside them or on another node). */
+static bool one_node_possible(const struct topo *t, const bool *free_pu, int vcpus, int extras) {
         _cleanup_free_ int *cap = xcalloc(t->nnode, sizeof *cap);
+        int total = 0;
 
-        for (int pu = 0; pu < t->npu; pu++)
+        for (int pu = 0; pu < t->npu; pu++) {
                 cap[topo_pu_node(t, pu)] += free_pu[pu];
+                total += free_pu[pu];
+        }
         for (int n = 0; n < t->nnode; n++)
-                if (cap[n] >= need)
+                if (cap[n] >= vcpus && total >= vcpus + extras)
                         return true;
         return false;
 }
@@ -192,7 +196,7 @@ static int engine_place(struct engine *e, int id, const struct request *q, struc
 
         engine_free_map(e, scratch);
         min = min_groups(e->t, scratch, q->vcpus);
-        possible = one_node_possible(e->t, scratch, q->vcpus + extra_pus(q));
+        possible = one_node_possible(e->t, scratch, q->vcpus, extra_pus(q));
         t0 = now_us();
         r = placement_place(e->t, e->a, q, &e->plans[id], why);
         t1 = now_us();
@@ -275,7 +279,7 @@ static int firstfit_place(struct firstfit *f, int id, const struct request *q, s
         for (int pu = 0; pu < f->t->npu; pu++)
                 scratch[pu] = f->owner[pu] == 0;
         min = min_groups(f->t, scratch, q->vcpus);
-        possible = one_node_possible(f->t, scratch, need);
+        possible = one_node_possible(f->t, scratch, q->vcpus, extra_pus(q));
         t0 = now_us();
         if (firstfit_free(f) <= need) {
                 if (st)

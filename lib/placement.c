@@ -9,7 +9,11 @@
  * node: whole cores under isolate, plain PUs otherwise.
  *
  * Decision order: one node if any can hold vCPUs, extras and memory (best fit,
- * PCI node first); else the fewest nodes closest to a home node, split evenly.
+ * PCI node first); else one node for the vCPUs and memory with the extras
+ * apart (what is left at home, then the nearest nodes with room): the vCPUs
+ * and memory matter far more than where the emulator runs; else the fewest
+ * nodes closest to a home node, split evenly (under require in whole cores),
+ * the extras at home or, when that is what stops the split, apart again.
  * Within a node: the fewest L3 groups, best fit (fullest group that fits). */
 #include "config.h"
 
@@ -59,6 +63,8 @@ struct ctx {
         int *idle, nidle;
         int *extra, nextra;
         int idle_mark;                  /* idle[] entries below this are not reusable */
+        bool extras_apart;              /* the extras are not counted on the home node:
+                                         * they go where there is room, nearest first */
 };
 
 static void *scratch_free(void *p) {
@@ -414,11 +420,30 @@ static int node_vcpu_room(const struct need *nd, const struct cap *cap, int e) {
         return units(nd->mode, cap) - e;
 }
 
+/* The extras counted on the home node beside its vCPUs. */
+static int home_extras(const struct ctx *c) {
+        return c->extras_apart ? 0 : c->need.e;
+}
+
 static bool node_fits(const struct ctx *c, int n) {
         const struct cap *cap = &c->ncap[n];
 
-        return c->t->nodes[n].npu > 0 && node_vcpu_room(&c->need, cap, c->need.e) >= c->need.v &&
+        return c->t->nodes[n].npu > 0 && node_vcpu_room(&c->need, cap, home_extras(c)) >= c->need.v &&
                cap->mem >= c->need.m;
+}
+
+/* What a split gives each node in whole steps of: under threads=require the
+ * SMT width, so every node gets whole cores and guest vCPU pairs (2i, 2i+1)
+ * stay host siblings; 1 otherwise. */
+static int split_granule(const struct ctx *c) {
+        return c->need.mode == MODE_REQUIRE && c->t->smt > 1 ? c->t->smt : 1;
+}
+
+/* vCPUs a node can take in a split beside e extras, in whole granules. */
+static int split_room(const struct ctx *c, int node, int e) {
+        int room = node_vcpu_room(&c->need, &c->ncap[node], e);
+
+        return room > 0 ? room - room % split_granule(c) : 0;
 }
 
 /* --- choosing nodes ------------------------------------------------------------ */
@@ -520,15 +545,13 @@ struct nodeset {
 };
 
 static bool node_helps(const struct ctx *c, int node, int room, uint64_t mem) {
-        const struct cap *cap = &c->ncap[node];
-
-        return (room < c->need.v && units(c->need.mode, cap) > 0) || (mem < c->need.m && cap->mem > 0);
+        return (room < c->need.v && split_room(c, node, 0) > 0) || (mem < c->need.m && c->ncap[node].mem > 0);
 }
 
 /* Grows a set from 'home' with the next nodes (in 'how' order) that add something needed.
  * Returns false when even all nodes do not hold the domain. */
 static bool grow_from(const struct ctx *c, int home, enum grow_order how, int *order, struct nodeset *ret) {
-        int room = node_vcpu_room(&c->need, &c->ncap[home], c->need.e), n;
+        int room = split_room(c, home, home_extras(c)), n;
         uint64_t mem = c->ncap[home].mem;
 
         if (c->t->nodes[home].npu == 0 || room < 1)
@@ -540,7 +563,7 @@ static bool grow_from(const struct ctx *c, int home, enum grow_order how, int *o
         for (int i = 0; i < n && (room < c->need.v || mem < c->need.m) && ret->n < 64; i++) {
                 if (!node_helps(c, order[i], room, mem))
                         continue;
-                room += units(c->need.mode, &c->ncap[order[i]]);
+                room += split_room(c, order[i], 0);
                 mem = sat_add(mem, c->ncap[order[i]].mem);
                 ret->nodes[ret->n++] = order[i];
                 ret->cost += topo_distance(c->t, home, order[i]);
@@ -576,15 +599,48 @@ static bool choose_split(const struct ctx *c, struct nodeset *ret) {
         return found;
 }
 
-static bool choose_nodes(const struct ctx *c, struct nodeset *ret) {
+/* Units the extras can use on a node: whole cores under isolate, PUs on
+ * whole free cores under require, free PUs under prefer. */
+static int extra_room(const struct ctx *c, int node) {
+        const struct cap *cap = &c->ncap[node];
+
+        return c->need.mode == MODE_ISOLATE ? cap->cores : c->need.mode == MODE_REQUIRE ? cap->whole_pus : cap->pus;
+}
+
+/* Whether the host has room for the extras beside the vCPUs, anywhere. */
+static bool extras_fit_apart(const struct ctx *c) {
+        int room = -c->need.v;
+
+        for (int n = 0; n < c->t->nnode; n++)
+                room += extra_room(c, n);
+        return room >= c->need.e;
+}
+
+static int one_node(const struct ctx *c) {
         int one = best_fit_node(c, c->req->pci_nodes, c->req->npci_nodes);
 
-        if (one < 0)
-                one = best_fit_node(c, NULL, 0);
+        return one >= 0 ? one : best_fit_node(c, NULL, 0);
+}
+
+/* One node, else one node for the vCPUs and memory with the extras apart,
+ * else a split with the extras at home, else a split with them apart. */
+static bool choose_nodes(struct ctx *c, struct nodeset *ret) {
+        int one = one_node(c);
+
+        if (one < 0 && c->need.e > 0 && extras_fit_apart(c)) {
+                c->extras_apart = true;
+                one = one_node(c);
+                c->extras_apart = one >= 0;
+        }
         if (one >= 0) {
                 *ret = (struct nodeset) { .n = 1, .nodes = { one } };
                 return true;
         }
+        if (choose_split(c, ret))
+                return true;
+        if (c->need.e == 0 || !extras_fit_apart(c))
+                return false;
+        c->extras_apart = true;
         return choose_split(c, ret);
 }
 
@@ -1051,20 +1107,57 @@ static int pool_left(const struct ctx *c) {
         return n;
 }
 
-/* Picks PUs on every node of the set; vCPUs spread evenly, extras at home. */
-static bool pick_all(struct ctx *c, const struct nodeset *s) {
-        uint64_t cap[64] = { 0 }, out[64] = { 0 };
+/* The vCPUs per node of the set: evenly, in whole granules when split (see
+ * split_granule); the remainder below a granule goes to the last node with
+ * room. Returns that node's slot (to be filled last, so the lone vCPU is the
+ * domain's last one), -1 when there is none, -2 when the set is short. */
+static int spread_vcpus(const struct ctx *c, const struct nodeset *s, uint64_t *out) {
+        uint64_t cap[64] = { 0 }, capg[64] = { 0 }, g = s->n > 1 ? (uint64_t)split_granule(c) : 1;
+        uint64_t whole = (uint64_t)c->need.v / g, rem = (uint64_t)c->need.v % g;
 
         for (int i = 0; i < s->n; i++) {
-                int room = node_vcpu_room(&c->need, &c->ncap[s->nodes[i]], i == 0 ? c->need.e : 0);
+                int room = node_vcpu_room(&c->need, &c->ncap[s->nodes[i]], i == 0 ? home_extras(c) : 0);
                 cap[i] = room > 0 ? (uint64_t)room : 0;
+                capg[i] = cap[i] / g;
         }
-        if (spread(c->need.v, cap, out, s->n) < (uint64_t)c->need.v)
+        if (spread(whole, capg, out, s->n) < whole)
+                return -2;
+        for (int i = 0; i < s->n; i++)
+                out[i] *= g;
+        for (int i = s->n - 1; rem > 0 && i >= 0; i--)
+                if (cap[i] - out[i] >= rem) {
+                        out[i] += rem;
+                        return i;
+                }
+        return rem > 0 ? -2 : -1;
+}
+
+/* extras_apart: the extras on what the home node has left after its vCPUs,
+ * then on the nearest nodes with room. */
+static bool place_extras_apart(struct ctx *c, int home) {
+        _cleanup_free_ int *order = xcalloc(c->t->nnode, sizeof *order);
+        int n = nodes_ordered(c, home, GROW_NEAREST, order);
+        int got = fill_extras(c, home, NULL, 0, c->need.e);
+
+        for (int i = 0; i < n && got < c->need.e; i++)
+                got += fill_extras(c, order[i], NULL, 0, c->need.e - got);
+        return got >= c->need.e;
+}
+
+/* Picks PUs on every node of the set; vCPUs spread evenly, extras at home
+ * (or apart). */
+static bool pick_all(struct ctx *c, const struct nodeset *s) {
+        uint64_t out[64] = { 0 };
+        int last = spread_vcpus(c, s, out);
+
+        if (last < -1)
                 return false;
         for (int i = 0; i < s->n; i++)
-                if (!pick_in_node(c, s->nodes[i], (int)out[i], i == 0 ? c->need.e : 0))
+                if (i != last && !pick_in_node(c, s->nodes[i], (int)out[i], i == 0 ? home_extras(c) : 0))
                         return false;
-        return true;
+        if (last >= 0 && !pick_in_node(c, s->nodes[last], (int)out[last], last == 0 ? home_extras(c) : 0))
+                return false;
+        return !c->extras_apart || place_extras_apart(c, s->nodes[0]);
 }
 
 static void plan_note_split(struct plan *p, const struct ctx *c) {
@@ -1072,6 +1165,31 @@ static void plan_note_split(struct plan *p, const struct ctx *c) {
                 return;
         snprintf(p->note, sizeof p->note, "no single NUMA node holds %d vCPUs%s; split evenly over %d nodes",
                  c->need.v, c->need.m ? " and the memory" : "", p->nnode);
+}
+
+/* "node 1 holds the 16 vCPUs and the memory; the emulator runs on node 0,
+ * the nearest with room". */
+static void plan_note_extras(struct plan *p, const struct ctx *c) {
+        char nodes[128] = "";
+        bool seen[64] = { false }, several = false;
+        bool emu = c->req->policy.emulator == POLICY_EMULATOR_ISOLATE, io = c->need.e > (int)emu;
+
+        if (!c->extras_apart)
+                return;
+        for (int i = 0; i < c->nextra; i++) {
+                int n = topo_pu_node(c->t, c->extra[i]);
+                size_t len = strlen(nodes);
+                if (n < 0 || n >= 64 || seen[n])
+                        continue;
+                several = len > 0;
+                snprintf(nodes + len, sizeof nodes - len, "%s%u", len ? "," : "", c->t->nodes[n].os);
+                seen[n] = true;
+        }
+        if (!p->split)
+                say(p->note, "node %u holds the %d vCPU%s%s", c->t->nodes[p->nodes[0]].os, c->need.v,
+                    c->need.v == 1 ? "" : "s", c->need.m ? " and the memory" : "");
+        say(p->note, "; %s run%s on node%s %s, the nearest with room", what_extras(c->req),
+            emu && !io ? "s" : "", several ? "s" : "", nodes);
 }
 
 static int place_dedicated_domain(struct ctx *c, struct plan *p, char reason[PLACEMENT_REASON_MAX]) {
@@ -1093,6 +1211,7 @@ static int place_dedicated_domain(struct ctx *c, struct plan *p, char reason[PLA
         plan_memory(p, c, &s);
         plan_nodes(p, c, &s);
         plan_note_split(p, c);
+        plan_note_extras(p, c);
         plan_helpers(p, c->req, c->extra);
         return 0;
 }

@@ -26,6 +26,7 @@ enum prop {
         PROP_RESERVED,                  /* reserved CPUs untouched */
         PROP_POOL,                      /* shared pool non-empty */
         PROP_SHAPE,                     /* plan shape: counts, require on SMT cores, refusals explained */
+        PROP_REQUIRE,                   /* threads=require: whole cores, guest pairs on host siblings */
         _PROP_MAX,
 };
 
@@ -34,6 +35,7 @@ static const char *const prop_names[] = {
         "emulator=isolate off the vCPU PUs", "memory within each node's free pages",
         "one node whenever one node can hold the domain", "reserved CPUs untouched",
         "shared pool never empty", "plans well formed, refusals explained",
+        "threads=require: whole cores per node, guest vCPU pairs on host siblings",
 };
 
 struct dom {
@@ -50,7 +52,7 @@ struct run {
         int fails[_PROP_MAX];
         char first[_PROP_MAX][200];
         uint64_t rng;
-        int placed, refused, split;
+        int placed, refused, split, require_split;
         bool last_refused;
 };
 
@@ -124,9 +126,30 @@ static int extras(const struct request *q) {
                (q->policy.iothreads == POLICY_IOTHREADS_DEDICATED ? q->iothreads : 0);
 }
 
-static bool node_can_hold(const struct topo *t, const struct alloc *a, int n, const struct request *q) {
+/* Units the extras can use on a node (see extras_room). */
+static int node_extra_units(const struct topo *t, const struct alloc *a, int n, const struct request *q) {
         struct ncap c = node_capacity(t, a, n);
-        int v = q->vcpus, e = extras(q);
+
+        switch (q->policy.threads) {
+        case POLICY_THREADS_ISOLATE: return c.cores;
+        case POLICY_THREADS_REQUIRE: return c.whole_pus;
+        default: return c.pus;
+        }
+}
+
+/* Whether the host has room for the extras beside the vCPUs, on any node. */
+static bool extras_room(const struct topo *t, const struct alloc *a, const struct request *q) {
+        int room = -q->vcpus;
+
+        for (int n = 0; n < t->nnode; n++)
+                room += node_extra_units(t, a, n, q);
+        return room >= extras(q);
+}
+
+/* e: the extras counted on the node beside the vCPUs. */
+static bool node_can_hold(const struct topo *t, const struct alloc *a, int n, const struct request *q, int e) {
+        struct ncap c = node_capacity(t, a, n);
+        int v = q->vcpus;
         bool cpu;
 
         if (t->nodes[n].npu == 0)
@@ -283,6 +306,30 @@ static void check_one_node(struct run *r, const struct request *q, const struct 
                 fail(r, PROP_ONE_NODE, "no node fits yet the plan is on one node");
 }
 
+/* threads=require: every core holding vCPUs of the domain is full of them,
+ * except one holding its last vCPU (an odd count), and vCPUs 2i and 2i+1 are
+ * siblings: a split that gave a node half a core broke both. */
+static void check_require(struct run *r, const struct request *q, const struct plan *p) {
+        _cleanup_free_ int *on_core = xcalloc(r->t->ncore, sizeof *on_core);
+        int partial = 0, last_core = -1;
+
+        if (!p->dedicated || q->policy.threads != POLICY_THREADS_REQUIRE)
+                return;
+        for (int i = 0; i < p->nvcpu; i++)
+                on_core[r->t->pus[p->vcpu_pu[i]].core]++;
+        last_core = r->t->pus[p->vcpu_pu[p->nvcpu - 1]].core;
+        for (int k = 0; k < r->t->ncore; k++)
+                if (on_core[k] > 0 && on_core[k] < r->t->cores[k].npu)
+                        partial += k == last_core ? 1 : 2;
+        if (partial > 1)
+                fail(r, PROP_REQUIRE, "%d vCPUs over %d nodes: a core other than the last vCPU's is half used",
+                     p->nvcpu, p->nnode);
+        for (int i = 0; i + 1 < p->nvcpu; i += 2)
+                if (r->t->pus[p->vcpu_pu[i]].core != r->t->pus[p->vcpu_pu[i + 1]].core)
+                        return fail(r, PROP_REQUIRE, "%d vCPUs over %d nodes: vCPUs %d and %d not siblings",
+                                    p->nvcpu, p->nnode, i, i + 1);
+}
+
 static void check_shape(struct run *r, const struct request *q, const struct plan *p, int rc, const char *why) {
         if (rc < 0) {
                 if (rc != -ENOSPC || strlen(why) < 10)
@@ -347,9 +394,13 @@ static int free_slot(const struct run *r) {
         return -1;
 }
 
+/* Some node holds the vCPUs and memory, with the extras there too or, when
+ * the host has room for them elsewhere, apart. */
 static bool any_node_fits(const struct run *r, const struct request *q) {
+        bool apart = extras(q) > 0 && extras_room(r->t, r->a, q);
+
         for (int n = 0; n < r->t->nnode; n++)
-                if (node_can_hold(r->t, r->a, n, q))
+                if (node_can_hold(r->t, r->a, n, q, extras(q)) || (apart && node_can_hold(r->t, r->a, n, q, 0)))
                         return true;
         return false;
 }
@@ -367,12 +418,15 @@ static void arrive(struct run *r) {
         rc = placement_place(r->t, r->a, &q, &p, why);
         check_shape(r, &q, &p, rc, why);
         check_one_node(r, &q, &p, rc, why, fits);
+        if (rc == 0)
+                check_require(r, &q, &p);
         r->last_refused = rc < 0;
         if (rc < 0) {
                 r->refused++;
                 return;
         }
         r->split += p.split;
+        r->require_split += p.split && q.policy.threads == POLICY_THREADS_REQUIRE;
         alloc_commit(r->a, r->t, &p, id);
         r->doms[id] = (struct dom) { .live = true, .req = q, .plan = p };
         r->placed++;
@@ -417,7 +471,8 @@ static void run_done(struct run *r) {
 }
 
 static void report(struct run *r, const char *name) {
-        printf("# %s: %d placed (%d split over nodes), %d refused\n", name, r->placed, r->split, r->refused);
+        printf("# %s: %d placed (%d split over nodes, %d of them threads=require), %d refused\n", name, r->placed,
+               r->split, r->require_split, r->refused);
         for (int p = 0; p < _PROP_MAX; p++) {
                 ok(r->fails[p] == 0, "%s: %s", name, prop_names[p]);
                 if (r->fails[p])
@@ -485,6 +540,8 @@ int main(void) {
                 "Package:2 Group:2 [NUMANode(memory=16GiB)] L3Cache:2 Core:2 PU:4(indexes=core)",
                 "Package:1 [NUMANode(memory=4GiB)] L3Cache:1 Core:1 PU:2",
                 "Package:2 [NUMANode] L3Cache:1 Core:6 PU:2(indexes=package:core)",
+                /* Gold 6230-like with SNC2; the first core reserved is PUs 0,40 */
+                "Package:2 Group:2 [NUMANode(memory=96GiB)] L3Cache:1 Core:10 PU:2(indexes=core)",
         };
 
         run_exports();

@@ -12,6 +12,7 @@
 #include "kvmtune/placement.h"
 #include "kvmtune/util.h"
 #include "tap.h"
+#include "test-data.h"
 
 #define H2 "Package:2 [NUMANode(memory=64GiB)] L3Cache:2 Core:4 PU:2(indexes=core)"
 #define GIB (1024ULL * 1024)
@@ -36,6 +37,15 @@ static int host_open(struct host *h, const char *synthetic, bool reserve) {
                 hwloc_bitmap_free(set);
         }
         return 0;
+}
+
+/* Reserves the CPUs of a list such as "0,40" (reserved_cpus). */
+static void host_reserve(struct host *h, const char *cpus) {
+        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+
+        hwloc_bitmap_list_sscanf(set, cpus);
+        alloc_reserve(h->a, h->t, set);
+        hwloc_bitmap_free(set);
 }
 
 static void host_close(struct host *h) {
@@ -218,6 +228,69 @@ static void test_require(void) {
         is_int(host_place(&h, &r, why), 0, "isolate works on a no-SMT host");
         is_str(os_list(h.t, last(&h)->vcpu_pu, 2), "1 2", "isolate on single-PU cores");
         is_int(last(&h)->nidle, 0, "no idle siblings without SMT");
+        host_close(&h);
+}
+
+/* A Gold 6230-like host with SNC2: 2 sockets x 2 nodes x 10 cores, core i
+ * has PUs i and i+40; reserved 0,40 leaves node 0 nine cores. */
+#define GOLD6230_SNC2 "Package:2 Group:2 [NUMANode(memory=96GiB)] L3Cache:1 Core:10 PU:2(indexes=core)"
+
+static int vcpus_on_node(const struct topo *t, const struct plan *p, int node) {
+        int n = 0;
+
+        for (int i = 0; i < p->nvcpu; i++)
+                n += topo_pu_node(t, p->vcpu_pu[i]) == node;
+        return n;
+}
+
+/* Guest vCPU pairs (2i, 2i+1) whose PUs are not siblings on one core. */
+static int broken_pairs(const struct topo *t, const struct plan *p) {
+        int n = 0;
+
+        for (int i = 0; i + 1 < p->nvcpu; i += 2)
+                n += t->pus[p->vcpu_pu[i]].core != t->pus[p->vcpu_pu[i + 1]].core;
+        return n;
+}
+
+/* threads=require split over nodes: each node gets whole cores and guest
+ * vCPU pairs stay host siblings (an even split, 11/11, broke both). */
+static void test_require_split(void) {
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h;
+        struct plan *p;
+
+        if (host_open(&h, GOLD6230_SNC2, false) < 0)
+                return (void)ok(0, "load the Gold 6230 SNC2 host");
+        host_reserve(&h, "0,40");
+        r = req_new(22, "threads=require emulator=share");
+        is_int(host_place(&h, &r, why), 0, "22 vCPUs require emulator=share (%s)", why);
+        p = last(&h);
+        ok(p->split, "split: no node holds 22");
+        is_int(vcpus_on_node(h.t, p, 0), 12, "node 0 gets 12 vCPUs: 6 whole cores");
+        is_int(vcpus_on_node(h.t, p, 1), 10, "node 1 gets 10 vCPUs: 5 whole cores");
+        is_int(broken_pairs(h.t, p), 0, "every guest pair (2i, 2i+1) on host siblings");
+        is_int(p->nidle, 0, "no sibling left idle");
+        alloc_release(h.a, h.t, p, h.nplan);
+
+        r = req_new(22, "threads=require emulator=share iothreads=dedicated");
+        r.iothreads = 1;
+        is_int(host_place(&h, &r, why), 0, "the same with a dedicated iothread (%s)", why);
+        p = last(&h);
+        ok(vcpus_on_node(h.t, p, 0) % 2 == 0 && vcpus_on_node(h.t, p, 1) % 2 == 0, "whole cores on each node (%d + %d)",
+           vcpus_on_node(h.t, p, 0), vcpus_on_node(h.t, p, 1));
+        is_int(broken_pairs(h.t, p), 0, "every guest pair on host siblings");
+        for (int i = 0; i < p->nvcpu; i++)
+                if (h.t->pus[p->vcpu_pu[i]].core == h.t->pus[p->iothreads[0].pus[0]].core)
+                        ok(0, "the iothread shares vCPU %d's core", i);
+        alloc_release(h.a, h.t, p, h.nplan);
+
+        r = req_new(21, "threads=require emulator=share");
+        is_int(host_place(&h, &r, why), 0, "21 vCPUs require (%s)", why);
+        p = last(&h);
+        is_int(broken_pairs(h.t, p), 0, "odd count: the pairs still on siblings");
+        is_int(p->nidle, 1, "only the last vCPU's sibling idle");
+        is_int(h.t->pus[p->idle_pus[0]].core, h.t->pus[p->vcpu_pu[20]].core, "... beside vCPU 20");
         host_close(&h);
 }
 
@@ -626,12 +699,55 @@ static void test_refuse_one_node(void) {
         r.pci_nodes[0] = 1;
         is_int(host_place(&h, &r, why), 0, "isolate 2 vCPUs on node 1 (its PCI node)");
         is_str(os_list(h.t, last(&h)->vcpu_pu, 2), "3 4", "cores 3 and 4");
+        r = req_new(2, "threads=isolate emulator=isolate");
+        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "2 vCPUs + emulator: 3 cores, 2 free");
+        is_str(why, "needs 2 whole cores (threads=isolate) plus 1 for the emulator; most free on a node "
+               "is 1 (node 0), 2 free in total", "the refusal counts the emulator's core");
         r = req_new(1, "threads=isolate emulator=isolate");
-        is_int(placement_place(h.t, h.a, &r, &h.plans[15], why), -ENOSPC, "vCPU + emulator core: one whole core per node");
-        is_str(why, "needs 1 whole core (threads=isolate) plus 1 for the emulator on one node; most free on a node "
-               "is 1 (node 0), 2 free in total", "the emulator must share the home node");
-        r = req_new(1, "threads=isolate");
-        is_int(host_place(&h, &r, why), 0, "without the emulator it fits");
+        is_int(host_place(&h, &r, why), 0, "1 vCPU + emulator, one whole core free per node: placed (%s)", why);
+        is_int(topo_pu_node(h.t, last(&h)->vcpu_pu[0]), 0, "the vCPU on node 0");
+        is_int(topo_pu_node(h.t, last(&h)->emulator.pus[0]), 1, "the emulator on node 1, the nearest with room");
+        is_int(last(&h)->split, 0, "not a split");
+        is_str(last(&h)->note, "node 0 holds the 1 vCPU; the emulator runs on node 1, the nearest with room",
+               "the note says where the emulator went");
+        host_close(&h);
+}
+
+/* An isolated emulator or dedicated iothread that does not fit beside the
+ * vCPUs: the vCPUs and memory stay on one node, the extras go to the nearest
+ * node with room (they used to split the vCPUs 3/3). EPYC 7402 NPS4: 6 cores
+ * per node, reserved 0,48 (core 0 of node 0). */
+static void test_extras_apart(void) {
+        _cleanup_free_ char *path = test_topology("2s-epyc-7402-rome-nps4-smt-3coreccx-gpu-ib.xml");
+        char why[PLACEMENT_REASON_MAX];
+        struct request r;
+        struct host h = { 0 };
+        struct plan *p;
+
+        if (topo_load(TOPO_SOURCE_XML, path, NULL, &h.t) < 0)
+                return (void)ok(0, "load %s", path);
+        h.a = alloc_new(h.t);
+        host_reserve(&h, "0,48");
+        r = req_new(6, "threads=isolate emulator=isolate numa=strict");
+        r.memory_kib = 32 * GIB;
+        is_int(host_place(&h, &r, why), 0, "6 vCPUs isolate + isolated emulator, 32 GiB (%s)", why);
+        p = last(&h);
+        is_int(p->split, 0, "not split");
+        is_int(vcpus_on_node(h.t, p, 1), 6, "all 6 vCPUs on node 1");
+        is_int(p->node_mem_kib[1], 32 * GIB, "the memory on node 1 too");
+        is_int(topo_pu_node(h.t, p->emulator.pus[0]), 0, "the emulator on node 0, the nearest with room");
+        is_str(p->note, "node 1 holds the 6 vCPUs and the memory; the emulator runs on node 0, the nearest with room",
+               "the note says so");
+        r = req_new(6, "threads=isolate iothreads=dedicated numa=strict");
+        r.iothreads = 2;
+        r.memory_kib = 32 * GIB;
+        is_int(host_place(&h, &r, why), 0, "6 vCPUs isolate + 2 dedicated iothreads (%s)", why);
+        p = last(&h);
+        is_int(p->split, 0, "not split either");
+        is_int(vcpus_on_node(h.t, p, 2), 6, "all 6 vCPUs on node 2");
+        ok(topo_pu_node(h.t, p->iothreads[0].pus[0]) != 2 && topo_pu_node(h.t, p->iothreads[1].pus[0]) != 2,
+           "the iothreads on other nodes");
+        ok(strstr(p->note, "; iothreads run on node") != NULL, "the note says where: %s", p->note);
         host_close(&h);
 }
 
@@ -772,6 +888,7 @@ int main(void) {
         test_prefer();
         test_isolate();
         test_require();
+        test_require_split();
         test_helpers();
         test_isolate_helpers_whole_cores();
         test_memory();
@@ -785,6 +902,7 @@ int main(void) {
         test_distance_split();
         test_fewest_nodes();
         test_refuse_one_node();
+        test_extras_apart();
         test_shared();
         test_shared_empty_pool();
         test_invalid();
