@@ -56,7 +56,7 @@ echo "$NAMES" | while IFS= read -r n; do
         ok $? "'$n' was placed by the started hook, not left to the event path"
         check_affinity "$n"
         $VIRSH destroy "$n" >/dev/null
-        wait_for 20 sh -c "! '$BUILDDIR/kvmtunectl' --socket '$T_SOCK' show \"\$1\" >/dev/null 2>&1" sh "$n"
+        wait_for 20 sh -c "! '$BUILDDIR/cli/kvmtunectl' --socket '$T_SOCK' show \"\$1\" >/dev/null 2>&1" sh "$n"
         ok $? "'$n' is gone from the daemon once stopped"
         hook_log "$n" "stopped (hook), released its PUs"
         ok $? "'$n': the release hook freed its PU"
