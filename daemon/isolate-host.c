@@ -28,21 +28,17 @@
 
 /* ---- affinity and files --------------------------------------------------------------- */
 
+/* Runs every rescan for every task: the mask is taken a word at a time. */
 static int host_get_affinity(void *ud, pid_t tid, hwloc_bitmap_t ret) {
-        cpu_set_t *set = CPU_ALLOC(AFFINITY_CPUS_MAX);
-        size_t size = CPU_ALLOC_SIZE(AFFINITY_CPUS_MAX);
-        int r = 0;
+        unsigned long words[AFFINITY_CPUS_MAX / (8 * sizeof(unsigned long))];
 
-        if (!set)
-                abort();
-        if (sched_getaffinity(tid, size, set) < 0)
-                r = -errno;
+        if (sched_getaffinity(tid, sizeof words, (cpu_set_t *)words) < 0)
+                return -errno;
         hwloc_bitmap_zero(ret);
-        for (int cpu = 0; r == 0 && cpu < AFFINITY_CPUS_MAX; cpu++)
-                if (CPU_ISSET_S(cpu, size, set))
-                        hwloc_bitmap_set(ret, (unsigned)cpu);
-        CPU_FREE(set);
-        return r;
+        for (unsigned i = 0; i < ELEMENTSOF(words); i++)
+                if (words[i])
+                        hwloc_bitmap_set_ith_ulong(ret, i, words[i]);
+        return 0;
 }
 
 static int host_set_affinity(void *ud, pid_t tid, hwloc_const_bitmap_t cpus) {
