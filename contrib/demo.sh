@@ -109,7 +109,7 @@ XML
 guest demo-db 'cpu="dedicated" emulator="share" numa="strict"'
 guest demo-web 'cpu="shared"'
 guest demo-batch 'cpu="none"'
-sleep 1
+sleep 2         # the isolation rescan (every second) moves demo-batch off demo-db's PU
 
 step "kvmtunectl status"
 kvmtunectl status
@@ -117,6 +117,8 @@ step "kvmtunectl topology"
 kvmtunectl topology
 step "kvmtunectl list"
 kvmtunectl list
+step "kvmtunectl isolation (host tasks and demo-batch kept off demo-db's PU)"
+kvmtunectl isolation
 step "what the kernel says (Cpus_allowed_list of each guest's threads)"
 for d in demo-db demo-web demo-batch; do
         pid=$(cat "/run/libvirt/qemu/$d.pid")

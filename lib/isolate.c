@@ -203,18 +203,24 @@ static char *list_or_dash(hwloc_const_bitmap_t m) {
         return s;
 }
 
+/* Linear in the number of entries: it runs on every rescan. */
 char *isolate_record_format(const struct isolate_record *r) {
-        char *text = xstrdup(RECORD_HEADER);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
 
+        if (!f)
+                abort();
+        fputs(RECORD_HEADER, f);
         for (int i = 0; i < r->n; i++) {
                 const struct isolate_entry *e = &r->e[i];
                 _cleanup_free_ char *o = list_or_dash(e->orig), *a = list_or_dash(e->applied);
-                char *line = xasprintf("%s%s %ld %llu %s %s %s\n", text, kind_names[e->kind], e->id,
-                                       e->start, e->name[0] ? e->name : "-", o, a);
 
-                free(text);
-                text = line;
+                fprintf(f, "%s %ld %llu %s %s %s\n", kind_names[e->kind], e->id, e->start,
+                        e->name[0] ? e->name : "-", o, a);
         }
+        if (fclose(f) != 0)
+                abort();
         return text;
 }
 
