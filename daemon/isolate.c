@@ -418,6 +418,10 @@ static void irqs_pass(struct pass *p, hwloc_const_bitmap_t ded) {
 
                 if (!is_number(de->d_name))
                         continue;
+                if (tid_in(p->s->irqs_refused, p->s->nirqs_refused, (pid_t)strtol(de->d_name, NULL, 10))) {
+                        p->s->report.irqs_managed++;
+                        continue;
+                }
                 path = xasprintf("/proc/irq/%s/smp_affinity_list", de->d_name);
                 file_visit(p, ISOLATE_KIND_IRQ, strtol(de->d_name, NULL, 10), path, false, ded);
         }
@@ -527,18 +531,27 @@ static int change_apply(struct pass *p, const struct change *c) {
         }
 }
 
+/* A refusal is remembered (tasks while they live, IRQs for good), so that
+ * later passes neither retry it nor rewrite the record for it. */
 static void change_failed(struct pass *p, const struct change *c, int r) {
+        struct isolate *s = p->s;
         bool task = c->kind == ISOLATE_KIND_TASK || c->kind == ISOLATE_KIND_GUEST;
+        bool irq = c->kind == ISOLATE_KIND_IRQ && c->id >= 0;
 
-        if (task && r == -EINVAL) {     /* per-CPU kernel threads refuse */
+        if (c->restore || (task && r == -ESRCH))
+                return;
+        if (task) {
                 tid_push(&p->refused, &p->nrefused, &p->crefused, (pid_t)c->id);
-                p->s->report.refused++;
-        } else if (c->kind == ISOLATE_KIND_IRQ && (r == -EIO || r == -EINVAL)) {
-                p->s->report.irqs_managed++;    /* managed IRQs refuse */
-        } else if (!task || r != -ESRCH) {
-                report_skip(p->s, "%s %ld%s%s: %s", isolate_kind_to_string(c->kind), c->id,
-                            c->name[0] ? " " : "", c->name, strerror(-r));
+                s->report.refused++;
+        } else if (irq) {
+                tid_push(&s->irqs_refused, &s->nirqs_refused, &s->cirqs_refused, (pid_t)c->id);
+                qsort(s->irqs_refused, (size_t)s->nirqs_refused, sizeof *s->irqs_refused, tid_cmp);
+                s->report.irqs_managed++;
         }
+        /* per-CPU kernel threads and managed IRQs refuse with EINVAL/EIO: expected */
+        if ((!task && !irq) || (r != -EINVAL && r != -EIO))
+                report_skip(s, "%s %ld%s%s: %s", isolate_kind_to_string(c->kind), c->id,
+                            c->name[0] ? " " : "", c->name, strerror(-r));
 }
 
 static void changes_apply(struct pass *p) {
@@ -739,6 +752,7 @@ struct isolate *isolate_free(struct isolate *s) {
         free(s->scope);
         free(s->known);
         free(s->refused);
+        free(s->irqs_refused);
         free(s->written);
         free(s);
         return NULL;

@@ -73,6 +73,8 @@ struct isolate {
         int nknown;
         pid_t *refused;                 /* tids that refused, sorted */
         int nrefused;
+        pid_t *irqs_refused;            /* managed IRQs (they refuse every change), sorted */
+        int nirqs_refused, cirqs_refused;
         char *written;                  /* the record text last written */
         struct isolate_report report;
 };

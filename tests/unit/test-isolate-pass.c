@@ -93,8 +93,10 @@ static int fake_write(void *ud, const char *path, const char *value) {
         struct fake *f = ud;
         size_t n = strlen(f->log);
 
-        if (strstr(path, "/26/"))
+        if (strstr(path, "/26/")) {
+                snprintf(f->log + n, sizeof f->log - n, "refused %s\n", path);
                 return -EIO;            /* a managed IRQ */
+        }
         snprintf(f->log + n, sizeof f->log - n, "write %s %s", path, value);
         return hostfs_write(f->root, path, value);
 }
@@ -259,6 +261,7 @@ static void whole_host_first(struct fake *f, struct isolate *s, const struct iso
         is_file(f, "/proc/irq/default_smp_affinity", "0000000b", "default_smp_affinity off CPU 2");
         is_int(s->report.irqs, 1, "report: 1 IRQ moved");
         is_int(s->report.irqs_managed, 1, "report: 1 managed IRQ refused");
+        ok(strstr(f->log, "refused /proc/irq/26/") != NULL, "the managed IRQ was tried once");
         is_file(f, "/sys/devices/virtual/workqueue/cpumask", "0000000b", "workqueue cpumask off CPU 2");
         ok(s->report.workqueues && s->report.default_irq, "report: workqueues and default IRQ affinity");
         ok(s->report.nskipped >= 1 && strstr(s->report.skipped[s->report.nskipped - 1], "guest hand"),
@@ -274,10 +277,13 @@ static void add_task(struct fake *f, const char *cgroup, const char *tid) {
 }
 
 static void whole_host_follow(struct fake *f, struct isolate *s, const struct isolate_guest *g) {
+        f->log[0] = '\0';
         hwloc_bitmap_list_sscanf(f->mask[task_index(f, 1)], "0-3");    /* init widens itself */
         add_task(f, "/sub", "31");      /* a child of 30, with its parent's confined mask */
         pass(s, ISOLATE_ALL, "/", "2", g, 2);
         is_task(f, 1, "0-1,3", "a task that widened its mask is confined again");
+        ok(!strstr(f->log, "/26/"), "a managed IRQ that refused is not tried again");
+        is_int(s->report.irqs_managed, 1, "... and still counted");
         ok(isolate_record_find(&s->rec, ISOLATE_KIND_TASK, 31, NULL) != NULL, "the child is recorded");
         pass(s, ISOLATE_ALL, "/", "2-3", g, 2);
         is_task(f, 1, "0-1", "more dedicated CPUs: narrowed further");
