@@ -271,17 +271,20 @@ static hwloc_bitmap_t daemon_online(const struct daemon *d) {
         return set;
 }
 
-/* Guests kvmtuned does not place; returns how many (*ret: a new array). */
+/* Running guests, placed or not; returns how many (*ret: a new array). A
+ * hooked guest waits for its started event: placed. */
 static int daemon_guests(const struct daemon *d, struct isolate_guest **ret) {
         struct isolate_guest *g = xcalloc((size_t)d->ndomain + 1, sizeof *g);
         int n = 0;
 
         for (int i = 0; i < d->ndomain; i++) {
                 const struct domain *dm = d->domains[i];
+                bool alone = dm->state == DOMAIN_IGNORED || dm->state == DOMAIN_FAILED ||
+                             dm->state == DOMAIN_UNPLACED;
 
-                if (dm->pid > 0 && !dm->hooked &&
-                    (dm->state == DOMAIN_IGNORED || dm->state == DOMAIN_FAILED || dm->state == DOMAIN_UNPLACED))
-                        g[n++] = (struct isolate_guest){ .name = dm->name, .pid = dm->pid, .hand = dm->hand_cpus };
+                if (dm->pid > 0)
+                        g[n++] = (struct isolate_guest){ .name = dm->name, .pid = dm->pid, .hand = dm->hand_cpus,
+                                                         .placed = dm->hooked || !alone };
         }
         *ret = g;
         return n;

@@ -38,6 +38,8 @@ struct pass {
         hwloc_bitmap_t none;            /* the empty set: put back */
         pid_t *seen;                    /* tids visited */
         int nseen, cseen;
+        pid_t *skip;                    /* placed guests' threads, sorted */
+        int nskip, cskip;
         pid_t *refused;
         int nrefused, crefused;
         struct change *ch;
@@ -226,17 +228,17 @@ static void task_visit(struct pass *p, enum isolate_kind kind, pid_t tid, hwloc_
         _cleanup_bitmap_ hwloc_bitmap_t cur = bitmap_new();
         struct isolate_entry *e;
 
-        if (tid_in(p->seen, p->nseen, tid))
-                return;                 /* listed twice (a cgroup moved meanwhile) */
+        if (tid_in(p->skip, p->nskip, tid))
+                return;                 /* a placed guest's thread */
         if (tid_in(p->s->refused, p->s->nrefused, tid)) {
                 tid_push(&p->refused, &p->nrefused, &p->crefused, tid);
                 p->s->report.refused++;
                 return;
         }
-        if (p->s->ops->get_affinity(p->s->ud, tid, cur) < 0)
-                return;                 /* gone */
-        tid_push(&p->seen, &p->nseen, &p->cseen, tid);
         e = isolate_record_find(&p->s->rec, kind, tid, NULL);
+        if ((e && e->seen) || p->s->ops->get_affinity(p->s->ud, tid, cur) < 0)
+                return;                 /* listed twice (a cgroup moved meanwhile), or gone */
+        tid_push(&p->seen, &p->nseen, &p->cseen, tid);
         if (!e && !tid_in(p->s->known, p->s->nknown, tid))
                 e = task_inherit(p, kind, tid, cur);
         task_decide(p, kind, tid, ded, cur, e);
@@ -608,23 +610,48 @@ static bool record_has(const struct isolate_record *r, enum isolate_kind kind) {
         return record_first(r, kind) != NULL;
 }
 
+/* The threads of a guest's QEMU (none when it is gone). Returns how many,
+ * *ret a new array. */
+static int guest_tids(const char *root, pid_t pid, pid_t **ret) {
+        _cleanup_free_ char *rel = xasprintf("/proc/%d/task", (int)pid);
+        _cleanup_free_ char *dir = hostfs_path(root, rel);
+        _cleanup_(closedirp) DIR *dh = opendir(dir);
+        struct dirent *de;
+        int n = 0, cap = 0;
+
+        *ret = NULL;
+        while (dh && (de = readdir(dh)))
+                if (is_number(de->d_name))
+                        tid_push(ret, &n, &cap, (pid_t)strtol(de->d_name, NULL, 10));
+        return n;
+}
+
+/* Placed guests' threads are skipped by the task walk. */
+static void guests_skip(struct pass *p, const struct isolate_guest *g, int n) {
+        for (int i = 0; i < n; i++) {
+                _cleanup_free_ pid_t *t = NULL;
+                int nt = g[i].placed ? guest_tids(p->s->root, g[i].pid, &t) : 0;
+
+                for (int k = 0; k < nt; k++)
+                        tid_push(&p->skip, &p->nskip, &p->cskip, t[k]);
+        }
+        qsort(p->skip, (size_t)p->nskip, sizeof *p->skip, tid_cmp);
+}
+
 static void guests_pass(struct pass *p, const struct isolate_guest *g, int n, hwloc_const_bitmap_t ded) {
         for (int i = 0; i < n; i++) {
-                _cleanup_free_ char *rel = xasprintf("/proc/%d/task", (int)g[i].pid);
-                _cleanup_free_ char *dir = hostfs_path(p->s->root, rel), *hand = NULL;
-                _cleanup_(closedirp) DIR *dh = opendir(dir);
+                _cleanup_free_ pid_t *t = NULL;
+                _cleanup_free_ char *hand = NULL;
                 bool conflict = g[i].hand && hwloc_bitmap_intersects(g[i].hand, ded);
-                struct dirent *de;
+                int nt = g[i].placed ? 0 : guest_tids(p->s->root, g[i].pid, &t);
 
-                if (conflict) {
+                if (conflict && !g[i].placed) {
                         hand = list_of(g[i].hand);
                         report_skip(p->s, "guest %s: its own pins (%s) name dedicated CPUs: conflict, left alone",
                                     g[i].name, hand);
                 }
-                while (dh && (de = readdir(dh)))
-                        if (is_number(de->d_name))
-                                task_visit(p, ISOLATE_KIND_GUEST, (pid_t)strtol(de->d_name, NULL, 10),
-                                           conflict ? p->none : ded);
+                for (int k = 0; k < nt; k++)
+                        task_visit(p, ISOLATE_KIND_GUEST, t[k], conflict ? p->none : ded);
         }
 }
 
@@ -648,6 +675,7 @@ static void pass_visit(struct pass *p, unsigned what, const struct isolate_guest
         bool any = !hwloc_bitmap_iszero(ded);
 
         p->s->report.systemd = what & ISOLATE_TASKS && systemd_mode(p->s);
+        guests_skip(p, g, ng);
         if (what & ISOLATE_TASKS && any)
                 tasks_pass(p);
         if ((what & ISOLATE_TASKS && any && systemd_mode(p->s)) || record_has(&p->s->rec, ISOLATE_KIND_UNIT))
@@ -678,6 +706,7 @@ static void pass_done(struct pass *p) {
         p->s->refused = p->refused;
         p->s->nrefused = p->nrefused;
         changes_free(p);
+        free(p->skip);
         hwloc_bitmap_free(p->none);
 }
 

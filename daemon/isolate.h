@@ -52,12 +52,15 @@ struct isolate_report {
         char skipped[ISOLATE_SKIPPED_MAX][128];
 };
 
-/* A guest kvmtuned does not place, whose threads are kept off the dedicated
- * PUs; hand (may be NULL) are the PUs its own pins name. */
+/* A running guest. One kvmtuned does not place has its threads kept off the
+ * dedicated PUs; hand (may be NULL) are the PUs its own pins name. The
+ * threads of a placed one are never touched here, not even as tasks of the
+ * scope (QEMU outside libvirt's machine cgroups). */
 struct isolate_guest {
         const char *name;
         pid_t pid;
         hwloc_const_bitmap_t hand;
+        bool placed;
 };
 
 struct isolate {

@@ -313,7 +313,7 @@ static void whole_host_restore(struct fake *f, struct isolate *s, const struct i
 static void test_whole_host(void) {
         struct fake f;
         _cleanup_bitmap_ hwloc_bitmap_t hand = set("2");
-        struct isolate_guest g[] = { { "vm", 500, NULL }, { "hand", 600, hand } };
+        struct isolate_guest g[] = { { "vm", 500, NULL, false }, { "hand", 600, hand, false } };
         struct isolate *s = fake_start(&f);
 
         whole_host_first(&f, s, g);
@@ -328,6 +328,10 @@ static void test_scope(void) {
         struct fake f;
         struct isolate *s = fake_start(&f);
 
+        struct isolate_guest placed[] = { { "db", 30, NULL, true } };
+
+        pass(s, ISOLATE_TASKS | ISOLATE_GUESTS, "/kvmtuned-test", "2", placed, 1);
+        is_task(&f, 30, "0-3", "a placed guest's QEMU inside the scope is never touched");
         pass(s, ISOLATE_TASKS | ISOLATE_GUESTS, "/kvmtuned-test", "2", NULL, 0);
         is_task(&f, 30, "0-1,3", "scope: its task confined");
         ok(!strstr(f.log, "set 1 ") && !strstr(f.log, "set 2 "), "scope: tasks outside it untouched");
