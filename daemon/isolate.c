@@ -722,6 +722,9 @@ int isolate_pass(struct isolate *s, unsigned what, const char *scope, hwloc_cons
         s->report = (struct isolate_report){};
         for (int i = 0; i < s->rec.n; i++)
                 s->rec.e[i].seen = false;
+        if (what && hwloc_bitmap_iszero(ded) && hwloc_bitmap_intersects(online, dedicated))
+                report_skip(s, "every online CPU is dedicated: nothing confined (the last housekeeping CPU "
+                               "is never taken)");
         p.ded = ded;
         pass_visit(&p, what, guests, nguest);
         r = record_save(s);             /* what is about to change is on disk first */

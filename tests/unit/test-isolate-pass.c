@@ -341,6 +341,9 @@ static void test_scope(void) {
         pass(s, ISOLATE_TASKS | ISOLATE_GUESTS, "/kvmtuned-test", "2", NULL, 0);
         pass(s, 0, "/kvmtuned-test", "2", NULL, 0);
         is_task(&f, 30, "0-3", "switched off (nothing to isolate) while CPU 2 is dedicated: put back");
+        pass(s, ISOLATE_TASKS | ISOLATE_GUESTS, "/kvmtuned-test", "0-3", NULL, 0);
+        is_task(&f, 30, "0-3", "every CPU dedicated: the last housekeeping CPU is never taken");
+        ok(s->report.nskipped == 1 && strstr(s->report.skipped[0], "last housekeeping"), "... and that is reported");
         pass(s, ISOLATE_TASKS, "/nonexistent", "2", NULL, 0);
         ok(s->report.nskipped == 1 && strstr(s->report.skipped[0], "no cgroup"), "a missing scope is reported");
         fake_end(&f, s);
