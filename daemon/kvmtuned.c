@@ -92,6 +92,25 @@ int daemon_reserved(const struct daemon *d, const struct conf *c, hwloc_bitmap_t
         return 0;
 }
 
+/* Logs what is really reserved (named CPUs widened to whole cores, those the
+ * host lacks ignored) and warns about CPUs that are not there. */
+static void daemon_log_reserved(const struct daemon *d) {
+        hwloc_bitmap_t real = alloc_reserved_cpus(d->alloc, d->topo);
+        hwloc_bitmap_t absent = placement_absent_cpus(d->topo, d->reserved);
+        _cleanup_free_ char *list = NULL, *missing = NULL;
+        int n = hwloc_bitmap_weight(real);
+
+        hwloc_bitmap_list_asprintf(&list, real);
+        hwloc_bitmap_list_asprintf(&missing, absent);
+        if (!hwloc_bitmap_iszero(absent))
+                log_warning("reserved_cpus: this host has no CPU %s, ignoring %s", missing,
+                            hwloc_bitmap_isequal(absent, d->reserved) ? "them: no CPU is reserved for housekeeping"
+                                                                      : "those");
+        log_info("%d CPU%s reserved for housekeeping%s%s", n, n == 1 ? "" : "s", n ? ": " : "", n ? list : "");
+        hwloc_bitmap_free(real);
+        hwloc_bitmap_free(absent);
+}
+
 void daemon_rebuild_alloc(struct daemon *d, hwloc_bitmap_t reserved) {
         domains_drop_holds(d);
         alloc_free(d->alloc);
@@ -100,6 +119,7 @@ void daemon_rebuild_alloc(struct daemon *d, hwloc_bitmap_t reserved) {
                 hwloc_bitmap_free(d->reserved);
         d->reserved = reserved;
         alloc_reserve(d->alloc, d->topo, reserved);
+        daemon_log_reserved(d);
 }
 
 /* ---- setup -------------------------------------------------------------------- */
@@ -136,9 +156,8 @@ static int load_host(struct daemon *d) {
         r = daemon_reserved(d, d->conf, &reserved);
         if (r < 0)
                 return log_error_errno(r, "Invalid reserved_cpus");
+        log_info("Host: %s", d->topo->description);
         daemon_rebuild_alloc(d, reserved);
-        log_info("Host: %s; %d CPU%s reserved for housekeeping", d->topo->description,
-                 hwloc_bitmap_weight(reserved), hwloc_bitmap_weight(reserved) == 1 ? "" : "s");
         return 0;
 }
 

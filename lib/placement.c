@@ -231,6 +231,26 @@ static hwloc_bitmap_t bitmap_new(void) {
         return set;
 }
 
+hwloc_bitmap_t alloc_reserved_cpus(const struct alloc *a, const struct topo *t) {
+        hwloc_bitmap_t set = bitmap_new();
+
+        for (int pu = 0; alloc_matches(a, t) && pu < t->npu; pu++)
+                if (a->pu_owner[pu] == ALLOC_RESERVED)
+                        hwloc_bitmap_set(set, t->pus[pu].os);
+        return set;
+}
+
+hwloc_bitmap_t placement_absent_cpus(const struct topo *t, hwloc_const_bitmap_t cpus) {
+        hwloc_bitmap_t set = bitmap_new();
+
+        if (!cpus)
+                return set;
+        hwloc_bitmap_copy(set, cpus);
+        for (int pu = 0; t && pu < t->npu; pu++)
+                hwloc_bitmap_clr(set, t->pus[pu].os);
+        return set;
+}
+
 static void pool_add_node(const struct topo *t, const struct alloc *a, int node, hwloc_bitmap_t set) {
         for (int pu = 0; pu < t->npu; pu++)
                 if (a->pu_owner[pu] == ALLOC_FREE && (node < 0 || topo_pu_node(t, pu) == node))

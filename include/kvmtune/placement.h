@@ -73,6 +73,13 @@ struct alloc *alloc_dup(const struct alloc *a);
  * Returns the number of PUs reserved. */
 int alloc_reserve(struct alloc *a, const struct topo *t, hwloc_const_bitmap_t cpus);
 
+/* What alloc_reserve() really took, as os indexes (a new bitmap): the named
+ * CPUs widened to whole cores, those the host lacks left out. */
+hwloc_bitmap_t alloc_reserved_cpus(const struct alloc *a, const struct topo *t);
+
+/* The CPUs of a set that this host does not have online (a new bitmap). */
+hwloc_bitmap_t placement_absent_cpus(const struct topo *t, hwloc_const_bitmap_t cpus);
+
 /* The default housekeeping set: the first core of the host. */
 hwloc_bitmap_t placement_default_reserved(const struct topo *t);
 

@@ -124,6 +124,11 @@ static void test_reserve(void) {
         hwloc_bitmap_free(set);
         is_int(h.a->pu_owner[topo_pu_by_os(h.t, 1)], ALLOC_RESERVED, "PU 1 (sibling of 17) reserved");
         is_str(bitmap_list(placement_shared_pool(h.t, h.a, 0)), "0,2-7,16,18-23", "shared pool of node 0 excludes core 1");
+        is_str(bitmap_list(alloc_reserved_cpus(h.a, h.t)), "1,17", "alloc_reserved_cpus: what was really taken");
+        set = hwloc_bitmap_alloc();
+        hwloc_bitmap_set_range(set, 30, 40);
+        is_str(bitmap_list(placement_absent_cpus(h.t, set)), "32-40", "placement_absent_cpus: CPUs the host lacks");
+        hwloc_bitmap_free(set);
         is_int(alloc_reserve(h.a, NULL, NULL), -EINVAL, "alloc_reserve without a host is -EINVAL");
         host_close(&h);
 }

@@ -41,6 +41,23 @@ run reload
 ok "with the file back, reload succeeds" rc_is 0
 run status
 ok "... and swaps the new configuration in" out_has '^reserved CPUs:  4,52$'
+ok "... logging what is reserved" grep -q "2 CPUs reserved for housekeeping: 4,52$" "$TMP/log"
+
+# reserved_cpus naming CPUs the host lacks: the log says what is really
+# reserved (whole cores, only CPUs that exist) and warns about the rest.
+printf '[host]\nreserved_cpus = 64-127\n' > "$TMP/k.conf"
+run reload
+ok "reserved_cpus = 64-127 on a 96-PU host: reload succeeds" rc_is 0
+ok "... warns about CPUs 96-127" grep -q "reserved_cpus: this host has no CPU 96-127, ignoring those$" "$TMP/log"
+ok "... logs the whole cores really reserved" grep -q "64 CPUs reserved for housekeeping: 16-47,64-95$" "$TMP/log"
+run status
+ok "... which status shows" out_has '^reserved CPUs:  16-47,64-95$'
+printf '[host]\nreserved_cpus = 200-300\n' > "$TMP/k.conf"
+run reload
+ok "reserved_cpus = 200-300: reload succeeds" rc_is 0
+ok "... warns that no CPU is reserved" \
+        grep -q "reserved_cpus: this host has no CPU 200-300, ignoring them: no CPU is reserved for housekeeping$" "$TMP/log"
+ok "... and logs none, not 101" grep -q "0 CPUs reserved for housekeeping$" "$TMP/log"
 
 kill -TERM $DAEMON_PID
 wait $DAEMON_PID
