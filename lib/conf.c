@@ -18,6 +18,7 @@
 #define PAGE_COUNT_MAX 4294967295ULL    /* keeps count * page size well inside 64 bits */
 #define KEYS_MAX 8                      /* most keys in one section */
 #define SHOWN_MAX 80                    /* user text quoted in a message, at most */
+#define SECTIONS_MAX 8
 
 struct parser;
 
@@ -43,6 +44,7 @@ struct parser {
         const struct conf_section *section;   /* NULL before the first header */
         int domain;                           /* index into conf->domains */
         unsigned seen[KEYS_MAX];              /* line each key was set on in this section */
+        unsigned opened[SECTIONS_MAX];        /* line each [name] section started on in this file */
         char *err;
         size_t errlen;
 };
@@ -324,6 +326,7 @@ static const struct conf_section sections[] = {
 #undef SECTION
 
 _Static_assert(ELEMENTSOF(policy_keys) <= KEYS_MAX, "raise KEYS_MAX");
+_Static_assert(ELEMENTSOF(sections) <= SECTIONS_MAX, "raise SECTIONS_MAX");
 
 #define SECTIONS_KNOWN "libvirt, host, defaults, domain \"GLOB\", hugepages, daemon"
 
@@ -389,6 +392,13 @@ static int parser_begin_section(struct parser *p, const char *name, const char *
                 return parser_error(p, "section [%s] takes no pattern", name);
         if (pattern && *pattern == '\0')
                 return parser_error(p, "empty pattern in [%s \"\"]", name);
+        /* Twice in one file is a slip (keys would merge unseen); a drop-in
+         * setting the section again is how overrides are written. */
+        if (!pattern && p->opened[s - sections])
+                return parser_error(p, "section [%s] appears twice in this file (first on line %u); "
+                                    "put its keys in one section", name, p->opened[s - sections]);
+        if (!pattern)
+                p->opened[s - sections] = p->line;
         p->section = s;
         memset(p->seen, 0, sizeof p->seen);
         if (pattern)

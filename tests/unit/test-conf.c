@@ -111,6 +111,20 @@ static void test_no_file(void) {
 
 /* A --config file that is not there (or went away before a reload) is an
  * error, drop-ins or not: never the built-in defaults. */
+/* A [domain] pattern seen before in the same file reopens that section, as
+ * kvmtuned.conf(5) says (a plain section twice is an error, see check_error). */
+static void test_domain_reopened(void) {
+        struct conf *c = load_string("[domain \"a\"]\ncpu = dedicated\n[domain \"b\"]\ncpu = shared\n"
+                              "[domain \"a\"]\nthreads = isolate\n", "a [domain] pattern twice in one file");
+
+        if (!c)
+                return;
+        is_int(c->ndomain, 2, "reopened, not appended");
+        ok(c->domains[0].policy.cpu == POLICY_CPU_DEDICATED && c->domains[0].policy.threads == POLICY_THREADS_ISOLATE,
+           "both parts of [domain \"a\"] kept");
+        conf_free(c);
+}
+
 static void test_named_file_missing(void) {
         _cleanup_free_ char *path = xasprintf("%s/missing/kvmtuned.conf", tmpdir);
         _cleanup_free_ char *dropins = fixture("only-dropins/kvmtuned.conf");
@@ -257,6 +271,10 @@ static void test_errors(void) {
         check_error("[defaults]\ncpu dedicated\n",
                     "t.conf:2: expected \"key = value\", a [section] header or a comment");
         check_error("[defaults]\n = dedicated\n", "t.conf:2: missing key before \"=\"");
+        check_error("[host]\nreserved_cpus = 1\n[defaults]\ncpu = shared\n[host]\nreserved_cpus = 2\n",
+                    "t.conf:5: section [host] appears twice in this file (first on line 1); put its keys in one section");
+        check_error("[daemon]\n[daemon]\n",
+                    "t.conf:2: section [daemon] appears twice in this file (first on line 1); put its keys in one section");
         check_error("[defaults\ncpu = shared\n",
                     "t.conf:1: unterminated section header (expected [NAME] or [domain \"GLOB\"])");
         check_error("[domain \"db-*]\n",
@@ -421,6 +439,8 @@ static void test_broken_files(void) {
                 { "unknown-section.conf", "4: unknown section [hosts] " KNOWN_SECTIONS },
                 { "unknown-key.conf", "3: unknown key \"cpus\" in [defaults] " KNOWN_POLICY },
                 { "duplicate-key.conf", "4: duplicate key \"cpu\" in [domain \"db-*\"] (first set on line 2)" },
+                { "duplicate-section.conf", "8: section [defaults] appears twice in this file (first on line 1); "
+                                            "put its keys in one section" },
                 { "bad-value.conf", "2: bad value \"fast\" for cpu in [defaults] (allowed: dedicated, shared, none)" },
                 { "key-before-section.conf", "2: key \"cpu\" outside of any section (start one with [NAME])" },
                 { "malformed.conf", "2: expected \"key = value\", a [section] header or a comment" },
@@ -598,6 +618,7 @@ int main(void) {
         test_empty();
         test_no_file();
         test_named_file_missing();
+        test_domain_reopened();
         test_full();
         test_syntax();
         test_line_length();
