@@ -86,6 +86,12 @@ static bool tid_in(const pid_t *v, int n, pid_t t) {
         return n > 0 && bsearch(&t, v, (size_t)n, sizeof *v, tid_cmp);
 }
 
+/* qsort() must not get NULL, even for no element. */
+static void tid_sort(pid_t *v, int n) {
+        if (n > 0)
+                qsort(v, (size_t)n, sizeof *v, tid_cmp);
+}
+
 static void tid_push(pid_t **v, int *n, int *cap, pid_t t) {
         if (*n == *cap) {
                 *cap = *cap ? *cap * 2 : 256;
@@ -547,7 +553,7 @@ static void change_failed(struct pass *p, const struct change *c, int r) {
                 s->report.refused++;
         } else if (irq) {
                 tid_push(&s->irqs_refused, &s->nirqs_refused, &s->cirqs_refused, (pid_t)c->id);
-                qsort(s->irqs_refused, (size_t)s->nirqs_refused, sizeof *s->irqs_refused, tid_cmp);
+                tid_sort(s->irqs_refused, s->nirqs_refused);
                 s->report.irqs_managed++;
         }
         /* per-CPU kernel threads and managed IRQs refuse with EINVAL/EIO: expected */
@@ -635,7 +641,7 @@ static void guests_skip(struct pass *p, const struct isolate_guest *g, int n) {
                 for (int k = 0; k < nt; k++)
                         tid_push(&p->skip, &p->nskip, &p->cskip, t[k]);
         }
-        qsort(p->skip, (size_t)p->nskip, sizeof *p->skip, tid_cmp);
+        tid_sort(p->skip, p->nskip);
 }
 
 static void guests_pass(struct pass *p, const struct isolate_guest *g, int n, hwloc_const_bitmap_t ded) {
@@ -697,8 +703,8 @@ static void pass_visit(struct pass *p, unsigned what, const struct isolate_guest
 /* The tids seen become the known ones (a new tid is looked at for an
  * inherited mask once); refusals are remembered while the task lives. */
 static void pass_done(struct pass *p) {
-        qsort(p->seen, (size_t)p->nseen, sizeof *p->seen, tid_cmp);
-        qsort(p->refused, (size_t)p->nrefused, sizeof *p->refused, tid_cmp);
+        tid_sort(p->seen, p->nseen);
+        tid_sort(p->refused, p->nrefused);
         free(p->s->known);
         p->s->known = p->seen;
         p->s->nknown = p->nseen;
