@@ -237,6 +237,12 @@ static char *isolation_summary(struct json_object *iso) {
                          jint(iso, "irqs") == 1 ? "" : "s");
 }
 
+/* What isolation left alone and why, one a line under a "skipped:" key. */
+static void isolation_skipped(struct json_object *skipped, FILE *f) {
+        for (size_t i = 0; i < jlen(skipped); i++)
+                kv(f, i == 0 ? "  skipped:" : "", json_object_get_string(jidx(skipped, i)));
+}
+
 static int render_status(struct json_object *r, FILE *f) {
         struct json_object *lv = jget(r, "libvirt"), *pools = jget(r, "pools");
 
@@ -250,8 +256,10 @@ static int render_status(struct json_object *r, FILE *f) {
         kv_free(f, "shared CPUs:", cpus_format(jget(pools, "shared")));
         kv_free(f, "dedicated CPUs:", cpus_format(jget(pools, "dedicated")));
         kv_free(f, "domains:", counts_format(jget(r, "domains")));
-        if (jget(r, "isolation"))
+        if (jget(r, "isolation")) {
                 kv_free(f, "isolation:", isolation_summary(jget(r, "isolation")));
+                isolation_skipped(jget(jget(r, "isolation"), "skipped"), f);
+        }
         return 0;
 }
 
@@ -568,8 +576,7 @@ static int render_isolation(struct json_object *r, FILE *f) {
                 return 0;
         kv(f, "mode:", jstr(r, "mode"));
         isolation_counts(r, f);
-        for (size_t i = 0; i < jlen(skipped); i++)
-                kv(f, i == 0 ? "skipped:" : "", json_object_get_string(jidx(skipped, i)));
+        isolation_skipped(skipped, f);
         return 0;
 }
 

@@ -90,12 +90,13 @@ ok "status: uptime" out_has "1h 2m 5s"
 ok "status: the host" out_has "^host: *2 nodes, 2 L3 groups, 12 PUs$"
 ok "status: the isolation in force" \
         out_has "^isolation: *tasks,guests,irqs,workqueues off 4-7 (housekeeping 0-3,8-11): 120 tasks, 4 guest threads, 12 IRQs$"
+ok "status: what isolation skipped and why" out_has "^  skipped: *task 812: on dedicated CPUs 5 only, left alone$"
 run isolation
 ok "isolation: exit 0" rc_is 0
 ok "isolation: dedicated and housekeeping CPUs" out_has "^dedicated: *4-7$" && out_has "^housekeeping: *0-3,8-11$"
 ok "isolation: task counts and why skipped" out_has "^tasks: *120 confined, 1 kept (on dedicated CPUs only), 30 refused (per-CPU)$"
 ok "isolation: IRQs" out_has "^IRQs: *12 moved, 3 refused (managed), default affinity moved$"
-ok "isolation: what was skipped, one a line" out_has "^skipped: *task 812: on dedicated CPUs 5 only" && \
+ok "isolation: what was skipped, one a line" out_has "^  skipped: *task 812: on dedicated CPUs 5 only" && \
         out_has "^ *guest batch: its own pins (4) name dedicated CPUs"
 run --json isolation
 ok "isolation --json: the object" json_is 'd["in_force"]' "tasks,guests,irqs,workqueues"
