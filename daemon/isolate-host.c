@@ -51,7 +51,6 @@ static int host_write_file(void *ud, const char *path, const char *value) {
 
 /* ---- systemd ---------------------------------------------------------------------------- */
 
-static inline void bus_unrefp(sd_bus **b) { sd_bus_unref(*b); }
 static inline void message_unrefp(sd_bus_message **m) { sd_bus_message_unref(*m); }
 
 /* PID 1 is systemd and the unified hierarchy has the cpuset controller (on
@@ -64,10 +63,21 @@ static bool host_systemd(void *ud) {
         return strstr(controllers, "cpuset") != NULL;
 }
 
-static int bus_open(sd_bus **ret) {
-        int r = sd_bus_open_system(ret);
+/* One system bus connection, kept between rescans (borrowed by callers),
+ * opened again once it is closed, closed by isolate_stop(). */
+static sd_bus *host_bus;
 
-        return r < 0 ? log_error_errno(r, "Cannot connect to the system bus") : 0;
+static int bus_get(sd_bus **ret) {
+        int r;
+
+        if (host_bus && sd_bus_is_open(host_bus) > 0)
+                return *ret = host_bus, 0;
+        host_bus = sd_bus_flush_close_unref(host_bus);
+        r = sd_bus_open_system(&host_bus);
+        if (r < 0)
+                return log_error_errno(r, "Cannot connect to the system bus");
+        *ret = host_bus;
+        return 0;
 }
 
 static void bytes_to_bitmap(const uint8_t *b, size_t n, hwloc_bitmap_t ret) {
@@ -78,15 +88,15 @@ static void bytes_to_bitmap(const uint8_t *b, size_t n, hwloc_bitmap_t ret) {
 }
 
 static int host_unit_get(void *ud, const char *unit, hwloc_bitmap_t ret) {
-        _cleanup_(bus_unrefp) sd_bus *bus = NULL;
         _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus *bus = NULL;
         _cleanup_free_ char *path = NULL;
         sd_bus_error error = SD_BUS_ERROR_NULL;
         const void *bytes = NULL;
         size_t n = 0;
         int r;
 
-        if ((r = bus_open(&bus)) < 0)
+        if ((r = bus_get(&bus)) < 0)
                 return r;
         if ((r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", unit, &path)) < 0)
                 return r;
@@ -134,12 +144,12 @@ static int unit_message(sd_bus *bus, const char *unit, hwloc_const_bitmap_t cpus
 }
 
 static int host_unit_set(void *ud, const char *unit, hwloc_const_bitmap_t cpus) {
-        _cleanup_(bus_unrefp) sd_bus *bus = NULL;
         _cleanup_(message_unrefp) sd_bus_message *m = NULL;
+        sd_bus *bus = NULL;
         sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
-        if ((r = bus_open(&bus)) < 0)
+        if ((r = bus_get(&bus)) < 0)
                 return r;
         r = unit_message(bus, unit, cpus, &m);
         if (r >= 0)
@@ -352,6 +362,7 @@ void isolate_stop(struct daemon *d) {
                          d->isolate->rec.n == 1 ? "" : "s");
         isolate_run(d, 0);
         d->isolate = isolate_free(d->isolate);
+        host_bus = sd_bus_flush_close_unref(host_bus);
 }
 
 void isolate_switch(struct daemon *d, int on) {
