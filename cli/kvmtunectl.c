@@ -285,7 +285,10 @@ static void list_add_domain(struct table *tb, struct json_object *d) {
         table_new_row(tb);
         table_add_cell(tb, jstr(d, "name"));
         table_add_cell(tb, jstr(d, "state"));
-        table_add_cellf(tb, "%s/%s", jstr(pol, "cpu"), jstr(pol, "source"));
+        if (pol)                        /* null: its definition could not be read */
+                table_add_cellf(tb, "%s/%s", jstr(pol, "cpu"), jstr(pol, "source"));
+        else
+                table_add_cell(tb, "-");
         table_add_cellf(tb, "%zu", jlen(jget(d, "vcpus")));
         table_add_cell(tb, vcpus);
         table_add_cell(tb, emu);

@@ -71,7 +71,8 @@ struct ctl_method {
  *
  * kvmtune.v1.List    {} -> {"domains": [SHOW, ...]}
  * kvmtune.v1.Show    {"name": "db1"} -> SHOW, exactly the SPEC.md `show --json`
- *   object; a domain that is unplaced or failed also carries "reason": "...".
+ *   object; a domain that is unplaced or failed also carries "reason": "...";
+ *   "policy" is null while its definition cannot be read (failed).
  *   Each "vcpus" element of a running domain also has "run_ns" and "delay_ns":
  *   its thread's time on a CPU and runnable-but-waiting (run-queue delay), in
  *   ns since the thread started (/proc/PID/task/TID/schedstat).

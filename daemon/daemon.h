@@ -53,6 +53,8 @@ struct domain {
         uint64_t memory_kib;
         unsigned long page_kib;
         struct policy policy;
+        bool policy_known;              /* policy resolved from its definition: false
+                                         * before that and when it cannot be read */
         bool placed;                    /* plan committed in the alloc */
         struct plan plan;
         hwloc_bitmap_t hand_cpus;       /* pinned by hand: PUs counted as taken */

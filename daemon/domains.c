@@ -172,6 +172,7 @@ static int domain_acquire(virDomainPtr dom, struct domain *dm, struct domxml **r
         }
         if (domxml_parse(xml, strlen(xml), &x, err, sizeof err) < 0) {
                 snprintf(dm->reason, sizeof dm->reason, "domain XML: %s", err);
+                dm->policy_known = false;       /* an invalid policy is none, not the defaults */
                 return -EINVAL;
         }
         domain_facts(dm, x, domain_read_pid(dm->name));
@@ -183,6 +184,7 @@ static int domain_acquire(virDomainPtr dom, struct domain *dm, struct domxml **r
 
 static void domain_policy(struct daemon *d, struct domain *dm, const struct domxml *x) {
         conf_policy_for(d->conf, dm->name, x->has_policy ? &x->policy : NULL, &dm->policy);
+        dm->policy_known = true;
         /* The page size QEMU really uses wins over any policy key: it is a fact. */
         if (dm->page_kib)
                 dm->policy.page = policy_page_of_kib(dm->page_kib);
@@ -835,7 +837,8 @@ static void domain_follow(struct daemon *d, struct domain *dm) {
         struct pinset p;
         virDomainPtr dom;
 
-        if (dm->state != DOMAIN_SHARED && dm->state != DOMAIN_UNPLACED && dm->state != DOMAIN_TUNED)
+        if (!dm->policy_known ||        /* not decided yet, or its definition unreadable */
+            (dm->state != DOMAIN_SHARED && dm->state != DOMAIN_UNPLACED && dm->state != DOMAIN_TUNED))
                 return;
         if (dm->hooked)                 /* its started event applies the current pool */
                 return;

@@ -133,7 +133,7 @@ static struct json_object *methods_domain_json(const struct daemon *d, const str
                 jadd(o, "isolation_conflict", jstr(conflict));
         jadd(o, "id", json_object_new_int(dm->libvirt_id));
         jadd(o, "pid", json_object_new_int(dm->pid));
-        jadd(o, "policy", render_policy_json(&dm->policy));
+        jadd(o, "policy", dm->policy_known ? render_policy_json(&dm->policy) : NULL);
         if (dm->pins.nvcpu == 0 && dm->state == DOMAIN_IGNORED) {
                 methods_observed_pins(d, dm, &observed);
                 pins = &observed;
