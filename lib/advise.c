@@ -373,13 +373,13 @@ static bool advise_net_multiqueue_type(const xmlNode *nic) {
 }
 
 /* A virtio NIC on a multi-vCPU guest: one queue pair per vCPU (as KubeVirt's
- * networkInterfaceMultiqueue), at most ADVISE_NET_MAX_QUEUES. vhost needs KVM:
- * on other domain types only the queues are set. */
+ * networkInterfaceMultiqueue), at most ADVISE_NET_MAX_QUEUES. The backend is
+ * left to libvirt, which takes vhost when the host has /dev/vhost-net: naming
+ * it refuses the start where the host has not. */
 static void advise_net_queues(struct advise *a, xmlNode *nic, const char *target) {
         int want = MIN(a->facts->vcpus, ADVISE_NET_MAX_QUEUES);
         xmlNode *drv = child(nic, "driver");
         struct advise_finding *f;
-        bool kvm = attr_is(a->dom, "type", "kvm");
 
         if (want < 2 || !attr_is(child(nic, "model"), "type", "virtio") || !advise_net_multiqueue_type(nic))
                 return;
@@ -389,14 +389,11 @@ static void advise_net_queues(struct advise *a, xmlNode *nic, const char *target
                        xasprintf("virtio NIC with one queue on %d vCPUs: all its traffic goes through one "
                                  "vCPU and one vhost thread; the field report enabled "
                                  "networkInterfaceMultiqueue (one queue pair per vCPU)", a->facts->vcpus),
-                       xasprintf("<driver name='vhost' queues='%d'/> (safe for virtio guests: the driver "
-                                 "uses what it is offered; not for type='user' or vhost-user NICs)", want));
+                       xasprintf("<driver queues='%d'/> (safe for virtio guests: the driver uses what "
+                                 "it is offered; libvirt takes vhost where the host has it)", want));
         if (!a->apply)
                 return;
-        drv = child_or_new(nic, "driver");
-        if (kvm && attr_is(drv, "name", ""))
-                set_attr(drv, "name", "vhost");
-        set_attr_int(drv, "queues", (unsigned) want);
+        set_attr_int(child_or_new(nic, "driver"), "queues", (unsigned) want);
         advise_applied(a, f);
 }
 
@@ -551,11 +548,13 @@ static void advise_hyperv_clock(struct advise *a) {
         advise_applied(a, f);
 }
 
+/* KVM implements the enlightenments: QEMU's TCG refuses some of them at start
+ * ("kernel doesn't allow setting HyperV VP_INDEX"), so only KVM guests get them. */
 static void advise_hyperv(struct advise *a) {
         char missing[256];
         struct advise_finding *f;
 
-        if (!advise_is_windows(a->dom))
+        if (!attr_is(a->dom, "type", "kvm") || !advise_is_windows(a->dom))
                 return;
         if (advise_hyperv_missing(child(child(a->dom, "features"), "hyperv"), missing, sizeof missing) > 0) {
                 f = advise_add(a, "hyperv", "warning", "features", SRC_SQL_HYPERV,

@@ -227,10 +227,10 @@ static void test_net(void) {
         is_int(audit_req(kvm16, &req, &r, s, sizeof s), 2, "net: two findings");
         is_str(s, "warning:net-multiqueue@interface 52:54:00:00:00:01+,warning:net-model@interface 52:54:00:00:00:01",
                "net: bridge multiqueue applied, user skipped, rtl8139 advised");
-        ok(r.xml && strstr(r.xml, "<driver name=\"vhost\" queues=\"16\"/>"), "net: vhost, 16 queues at most on 24 vCPUs");
+        ok(r.xml && strstr(r.xml, "<driver queues=\"16\"/>"), "net: 16 queues at most on 24 vCPUs, the backend left to libvirt");
         advise_result_done(&r);
         is_int(audit_req(tcg2, &req, &r, s, sizeof s), 1, "net tcg: one finding");
-        ok(r.xml && strstr(r.xml, "<driver name=\"qemu\" queues=\"2\"/>"), "net tcg: queues=2, the driver name kept (no vhost without KVM)");
+        ok(r.xml && strstr(r.xml, "<driver name=\"qemu\" queues=\"2\"/>"), "net tcg: queues=2, the driver name kept");
         advise_result_done(&r);
         is_int(audit_req(one, &req, &r, s, sizeof s), 0, "net: one vCPU, no multiqueue");
         advise_result_done(&r);
@@ -289,7 +289,21 @@ static void test_policy_layers(void) {
         conf_free(c);
 }
 
+/* Hyper-V enlightenments are KVM's: a TCG Windows guest does not start with them. */
+static void test_hyperv_kvm_only(void) {
+        static const char tcg[] = "<domain type='qemu'><name>w</name><vcpu>2</vcpu><features><hyperv mode='custom'/>"
+                "</features><clock offset='localtime'/></domain>";
+        struct advise_request req = { .apply = true };
+        struct advise_result r;
+        char s[512];
+
+        is_int(audit_req(tcg, &req, &r, s, sizeof s), 0, "hyperv: nothing for a TCG Windows guest (%s)", s);
+        ok(r.xml && !strstr(r.xml, "relaxed") && !strstr(r.xml, "hypervclock"), "hyperv: nothing written for TCG");
+        advise_result_done(&r);
+}
+
 int main(void) {
+        test_hyperv_kvm_only();
         test_net();
         test_iothreadids();
         test_policy_layers();
