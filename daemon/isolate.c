@@ -391,7 +391,7 @@ static void file_visit(struct pass *p, enum isolate_kind kind, long id, const ch
                        hwloc_const_bitmap_t ded) {
         _cleanup_bitmap_ hwloc_bitmap_t cur = bitmap_new(), mask = bitmap_new();
         struct isolate_entry *e = isolate_record_find(&p->s->rec, kind, id, NULL);
-        struct change *c = NULL;
+        struct change *c;
         enum isolate_action a;
 
         if (file_read_mask(p->s->root, path, hex, cur) < 0)
@@ -403,12 +403,11 @@ static void file_visit(struct pass *p, enum isolate_kind kind, long id, const ch
                 isolate_record_add(&p->s->rec, kind, id, 0, NULL, cur, mask)->seen = true;
         else if (a == ISOLATE_SET)
                 hwloc_bitmap_copy(e->applied, mask);
-        if (a == ISOLATE_SET || a == ISOLATE_RESTORE)
-                c = change_add(p, kind, id, NULL, mask, a == ISOLATE_RESTORE);
-        if (c) {
-                snprintf(c->path, sizeof c->path, "%s", path);
-                c->hex = hex;
-        }
+        if (a != ISOLATE_SET && a != ISOLATE_RESTORE)
+                return;
+        c = change_add(p, kind, id, NULL, mask, a == ISOLATE_RESTORE);
+        snprintf(c->path, sizeof c->path, "%s", path);
+        c->hex = hex;
 }
 
 static bool is_number(const char *s) {
