@@ -171,8 +171,10 @@ static void fake_init(struct fake *f) {
         snprintf(f->root, sizeof f->root, "/tmp/test-isolate.XXXXXX");
         if (!mkdtemp(f->root))
                 abort();
-        cmd = xasprintf("cp -r '%s/isolate/proc' '%s/isolate/sys' '%s/'", fixtures ? fixtures : "../tests/fixtures",
-                        fixtures ? fixtures : "../tests/fixtures", f->root);
+        /* the source may be read-only (make distcheck): the copy is made writable */
+        cmd = xasprintf("cp -r '%s/isolate/proc' '%s/isolate/sys' '%s/' && chmod -R u+w '%s'",
+                        fixtures ? fixtures : "../tests/fixtures", fixtures ? fixtures : "../tests/fixtures",
+                        f->root, f->root);
         if (system(cmd) != 0)
                 abort();
         for (int i = 0; i < 3; i++)
