@@ -65,14 +65,6 @@ struct command {
         int (*render)(struct json_object *result, FILE *f);
 };
 
-static void json_putp(struct json_object **o) {
-        json_object_put(*o);
-}
-#define _cleanup_json_ _cleanup_(json_putp)
-
-static void table_freep(struct table **t) {
-        table_free(*t);
-}
 #define _cleanup_table_ _cleanup_(table_freep)
 
 /* --- JSON access ------------------------------------------------------------ */

@@ -1,7 +1,12 @@
 /* kvmtuned internals: the daemon state shared by the event loop bridge
  * (evloop.c), the libvirt watcher (watch.c), the domain table (domains.c), the
- * appliers (apply.c), the placement record (record.c) and the control methods
- * (methods.c). Single-threaded: everything runs from the sd-event loop. */
+ * libvirt appliers (apply.c), the daemon state (daemon.c) and the control
+ * methods (methods.c). Single-threaded: everything runs from the sd-event loop.
+ *
+ * One domain's lifecycle reads top-down: watch.c turns a libvirt event into a
+ * domains_*() call; domains.c acquires the facts (definition, record, pid),
+ * decides (decide_domain() in lib/decide.c, the engine in lib/placement.c)
+ * and calls apply.c, which pins, binds memory and stores the record. */
 #pragma once
 
 #include <stdbool.h>
@@ -9,16 +14,25 @@
 #include <sys/types.h>
 #include <hwloc.h>
 #include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
 #include <systemd/sd-event.h>
 
 #include "kvmtune/conf.h"
+#include "kvmtune/domxml.h"
+#include "kvmtune/pinset.h"
 #include "kvmtune/placement.h"
 #include "kvmtune/policy.h"
 #include "kvmtune/topo.h"
 #include "metrics.h"
 
-#define PLACEMENT_RECORD_KEY "kvmtuned-placement"
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct domxml *, domxml_free)
 
+/* The one way to say why libvirt failed: its last error's message. */
+static inline const char *daemon_libvirt_error(void) {
+        virErrorPtr e = virGetLastError();
+
+        return e && e->message ? e->message : "unknown libvirt error";
+}
 
 enum domain_state {
         DOMAIN_TUNED,                   /* placed on dedicated PUs as its policy says */
@@ -27,18 +41,6 @@ enum domain_state {
         DOMAIN_UNPLACED,                /* wanted dedicated PUs, no room: on the shared pool */
         DOMAIN_FAILED,                  /* applying failed; reason says what */
         _DOMAIN_STATE_MAX,
-};
-
-/* Resolved cpusets of one domain: what the appliers write (os indexes). */
-struct pinset {
-        int nvcpu;
-        hwloc_bitmap_t *vcpu;
-        hwloc_bitmap_t emulator;
-        int niothread;
-        int *iothread_id;
-        hwloc_bitmap_t *iothread;
-        hwloc_bitmap_t mems;            /* NUMA node os indexes, NULL: not managed */
-        enum policy_numa numa;
 };
 
 struct domain {
@@ -66,6 +68,8 @@ struct domain {
                                          * yet applied through libvirt (no record) */
         bool persisted;                 /* its persistent definition may hold our record */
         char *persisted_record;         /* the record last written there, NULL unknown */
+        uint64_t *held_base_kib;        /* base memory its QEMU holds per node (numa_maps) */
+        unsigned held_gen;              /* ... as read in pools batch held_gen */
 };
 
 struct daemon {
@@ -102,6 +106,11 @@ struct daemon {
         struct isolate *isolate;        /* created at the first update */
         sd_event_source *isolate_timer; /* the periodic rescan */
         int isolation_switch;           /* kvmtunectl isolation: -1 config, 0 off, 1 on */
+
+        /* A rebalance or resync places many domains: the memory each placed
+         * QEMU holds is read once per batch, not once per placement. */
+        bool pools_batch;
+        unsigned pools_gen;
 };
 
 /* evloop.c: libvirt's event loop implemented on sd-event. Call before
@@ -114,7 +123,6 @@ void evloop_flush(void);
 int watch_start(struct daemon *d);      /* connects, or schedules a reconnect */
 void watch_stop(struct daemon *d);
 int watch_resync(struct daemon *d);     /* rescans all running domains */
-virDomainPtr watch_lookup(struct daemon *d, const char *uuid);
 
 /* domains.c */
 const char *domain_state_to_string(enum domain_state s);
@@ -158,46 +166,37 @@ int domains_reevaluate(struct daemon *d, void (*changed)(const char *name, void 
 /* One pass of a resync (watch_resync): 0 adopts recorded placements and hand
  * pins, 1 places the rest. */
 int domains_resync_pass(struct daemon *d, virDomainPtr dom, int pass);
+/* Brackets a resync or rebalance: inside, what placed QEMUs hold is read once. */
+void domains_batch_begin(struct daemon *d);
+void domains_batch_end(struct daemon *d);
 void domains_count(struct daemon *d, int counts[_DOMAIN_STATE_MAX]);
 void domains_free_all(struct daemon *d);
 void domains_notify_status(struct daemon *d);
 
-/* pinset helpers (apply.c) */
-void pinset_done(struct pinset *p);
-bool pinset_equal(const struct pinset *a, const struct pinset *b);
-void pinset_copy(struct pinset *dst, const struct pinset *src);
-
-/* apply.c: changes the system. Returns 0 or negative errno with a reason. */
+/* apply.c: changes the system through libvirt. 0 or negative errno with a
+ * reason (logged as the domain failing). */
+enum {
+        APPLY_LIVE = 1 << 0,            /* the running domain, QEMU's helper threads too */
+        APPLY_CONFIG = 1 << 1,          /* the persistent definition */
+};
+/* vCPU, emulator and iothread pins (flags: APPLY_*): libvirt's live emulator
+ * pin moves only the main thread and the emulator cgroup, so with APPLY_LIVE
+ * QEMU's other helper threads follow through sched_setaffinity. */
 int apply_pins(struct daemon *d, virDomainPtr dom, const struct domain *dm,
-               const struct pinset *p, char reason[PLACEMENT_REASON_MAX]);
+               const struct pinset *p, unsigned flags, char reason[PLACEMENT_REASON_MAX]);
+/* Memory onto p->mems: strict through libvirt's live nodeset, else through
+ * the cgroup (cgroup.h); pages elsewhere move with libnuma. */
 int apply_numa(struct daemon *d, virDomainPtr dom, const struct domain *dm,
                const struct pinset *p, char reason[PLACEMENT_REASON_MAX]);
+/* Stores the placement record (NULL: removes it); flags APPLY_*. 0 or -EIO. */
+int apply_record(virDomainPtr dom, const char *record, unsigned flags);
 /* The persistent definition (config.persist_placement): apply_persist writes
- * the pins, <numatune> and the placement record there, so libvirt applies them
- * before the vCPUs first run on the next start; apply_unpersist takes them out
- * again when the definition holds our record. 0 or -EIO (logged). */
-int apply_persist(struct daemon *d, virDomainPtr dom, const struct domain *dm, const struct pinset *p);
+ * the record, the pins and <numatune> there, so libvirt applies them before
+ * the vCPUs first run on the next start; apply_unpersist takes them out again
+ * when the definition holds our record. 0 or -EIO (logged). */
+int apply_persist(struct daemon *d, virDomainPtr dom, const struct domain *dm, const char *record,
+                  const struct pinset *p);
 int apply_unpersist(struct daemon *d, virDomainPtr dom, const struct domain *dm);
-/* Reads the cgroup directory of a QEMU pid (v1 cpuset or v2) below sysfs_root. */
-int apply_cgroup_dir(const char *sysfs_root, pid_t pid, char **ret);
-/* Writes cpuset.mems of a cgroup directory (from apply_cgroup_dir) and of each
- * child (vcpuN, emulator, iothreadN), keeping children inside the parent. */
-int apply_mems_set(const char *sysfs_root, const char *dir, const char *mems);
-
-/* record.c: the placement record kept in the domain's live metadata. */
-char *record_format(const struct topo *t, const struct domain *dm);
-/* Parses a record into a plan (dedicated) and the recorded vCPU cpusets, which
- * are compared with the live pins. Returns 0, -EINVAL. */
-int record_parse(const struct topo *t, const char *xml, bool *ret_dedicated,
-                 struct plan *ret_plan, struct pinset *ret_pins);
-/* flags: VIR_DOMAIN_AFFECT_LIVE and/or VIR_DOMAIN_AFFECT_CONFIG. */
-int record_store(struct daemon *d, virDomainPtr dom, const struct domain *dm, unsigned flags);
-/* "cpu=dedicated threads=prefer ...": the policy a record was made for. */
-char *record_policy(const struct policy *p);
-/* Whether a record (NULL: none) is of a dedicated placement. */
-bool record_is_dedicated(const char *xml);
-/* Whether a record was made for this policy (a record without one: yes). */
-bool record_policy_matches(const char *xml, const struct policy *p);
 
 /* Drops every domain's hold on the allocations (before they are rebuilt). */
 void domains_drop_holds(struct daemon *d);
@@ -207,9 +206,6 @@ struct ctl_method;
 struct json_object;
 extern const struct ctl_method *const daemon_methods;
 extern const int daemon_nmethods;
-/* SIGHUP and kvmtune.v1.Reload: swaps in a new config only if it is valid.
- * changed (a JSON array, may be NULL) receives the names of re-placed domains. */
-int daemon_reload(struct daemon *d, struct json_object *changed, char *err, size_t errlen);
 
 /* hook.c */
 /* kvmtune.v1.Hook (privileged), a struct ctl_method call: userdata is the
@@ -218,7 +214,11 @@ int daemon_reload(struct daemon *d, struct json_object *changed, char *err, size
 int hook_method(void *userdata, struct json_object *params, struct json_object **ret_result,
                 char **ret_error);
 
-/* kvmtuned.c */
+/* daemon.c */
+/* SIGHUP and kvmtune.v1.Reload: swaps in a new config only if it is valid.
+ * changed (may be NULL) is called with the name of each re-placed domain. */
+int daemon_reload(struct daemon *d, void (*changed)(const char *name, void *ud), void *ud,
+                  char *err, size_t errlen);
 /* The reserved CPUs a config asks for (default: the first core). */
 int daemon_reserved(const struct daemon *d, const struct conf *c, hwloc_bitmap_t *ret);
 /* Replaces the allocations with empty ones reserving 'reserved' (taken over). */

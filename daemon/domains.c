@@ -1,25 +1,26 @@
-/* The domain table: per running domain its facts (acquired from libvirt), its
- * effective policy, its plan (decided by the pure placement engine) and its
- * state, and the calls into the appliers. A failure of one domain is logged
- * with its name and never stops the others. */
+/* The domain table and the lifecycle of one domain, top-down: acquire its
+ * facts (the definition and the placement record, each parsed once, and the
+ * QEMU pid), decide (decide_domain() and the placement engine, both pure),
+ * apply (apply.c) and record. A failure of one domain is logged with its name
+ * and never stops the others. */
 #include "config.h"
 
 #include <errno.h>
-#include <libvirt/virterror.h>
 #include <systemd/sd-daemon.h>
 
 #include "daemon.h"
-#include "hugepages.h"
 #include "isolate.h"
+#include "kvmtune/decide.h"
 #include "kvmtune/domxml.h"
 #include "kvmtune/hostfs.h"
 #include "kvmtune/qemupid.h"
 #include "kvmtune/log.h"
+#include "kvmtune/pools.h"
+#include "kvmtune/qemuproc.h"
+#include "kvmtune/record.h"
 #include "kvmtune/util.h"
 
 #define dlog(dm, level, ...) log_full((level), (dm)->name, (dm)->uuid, 0, __VA_ARGS__)
-
-static inline void domxml_freep(struct domxml **x) { domxml_free(*x); }
 
 static const char *const state_names[_DOMAIN_STATE_MAX] = {
         [DOMAIN_TUNED] = "tuned", [DOMAIN_SHARED] = "shared", [DOMAIN_IGNORED] = "ignored",
@@ -60,11 +61,17 @@ static void domain_set_state(struct domain *dm, enum domain_state s, const char 
         snprintf(dm->reason, sizeof dm->reason, "%s", reason ? reason : "");
 }
 
+
+/* A domain's libvirt handle, NULL when libvirt is not connected or it is gone. */
+static virDomainPtr domain_lookup(struct daemon *d, const char *uuid) {
+        if (!d->conn || !d->connected)
+                return NULL;
+        return virDomainLookupByUUIDString(d->conn, uuid);
+}
+
 /* ---- holding and releasing PUs ---------------------------------------------- */
 
 static void domain_release_hold(struct daemon *d, struct domain *dm) {
-        int cpu;
-
         if (dm->placed) {
                 alloc_release(d->alloc, d->topo, &dm->plan, dm->id);
                 plan_done(&dm->plan);
@@ -72,34 +79,24 @@ static void domain_release_hold(struct daemon *d, struct domain *dm) {
         }
         if (!dm->hand_cpus)
                 return;
-        hwloc_bitmap_foreach_begin(cpu, dm->hand_cpus) {
-                int pu = topo_pu_by_os(d->topo, cpu);
-                if (pu >= 0 && d->alloc->pu_owner[pu] == dm->id)
-                        d->alloc->pu_owner[pu] = ALLOC_FREE;
-        } hwloc_bitmap_foreach_end();
+        decide_release_cpus(d->alloc, d->topo, dm->hand_cpus, dm->id);
         hwloc_bitmap_free(dm->hand_cpus);
         dm->hand_cpus = NULL;
 }
 
 /* A domain pinned by hand keeps its PUs: nobody else is placed there. */
 static void domain_hold_hand(struct daemon *d, struct domain *dm, hwloc_bitmap_t cpus) {
-        int cpu;
-
-        hwloc_bitmap_foreach_begin(cpu, cpus) {
-                int pu = topo_pu_by_os(d->topo, cpu);
-                if (pu >= 0 && d->alloc->pu_owner[pu] == ALLOC_FREE)
-                        d->alloc->pu_owner[pu] = dm->id;
-        } hwloc_bitmap_foreach_end();
+        decide_hold_cpus(d->alloc, d->topo, cpus, dm->id);
         dm->hand_cpus = cpus;
 }
 
 static void domain_free(struct domain *dm) {
         if (dm->placed)
                 plan_done(&dm->plan);
-        if (dm->hand_cpus)
-                hwloc_bitmap_free(dm->hand_cpus);
+        hwloc_bitmap_free(dm->hand_cpus);
         pinset_done(&dm->pins);
         free(dm->persisted_record);
+        free(dm->held_base_kib);
         free(dm->iothread_ids);
         free(dm->name);
         free(dm);
@@ -131,6 +128,27 @@ void domains_free_all(struct daemon *d) {
 
 /* ---- acquire ------------------------------------------------------------------ */
 
+/* What one update knows of a domain, each read and parsed once. */
+struct facts {
+        const struct domxml *xml;
+        struct domxml *owned;           /* xml, when read here */
+        bool has_record;
+        struct record record;           /* its placement record, when readable */
+        pid_t pid;
+        unsigned long page_kib;         /* the page size QEMU uses, 0 base pages */
+};
+
+static void facts_done(struct facts *f) {
+        domxml_free(f->owned);
+        if (f->has_record)
+                record_done(&f->record);
+        *f = (struct facts){};
+}
+
+static const struct record *facts_record(const struct facts *f) {
+        return f->has_record ? &f->record : NULL;
+}
+
 static pid_t domain_read_pid(const char *name) {
         pid_t pid = 0;
 
@@ -147,131 +165,56 @@ static unsigned long host_default_hugepage_kib(void) {
         return (unsigned long)kib;
 }
 
-static void domain_facts(struct domain *dm, const struct domxml *x, pid_t pid) {
+/* Facts from a parsed definition (borrowed: the hook's, or owned by f). */
+static void facts_from_xml(struct daemon *d, const struct domxml *x, pid_t pid, struct facts *ret) {
+        *ret = (struct facts){ .xml = x, .pid = pid };
+        ret->has_record = x->placement && record_parse(d->topo, x->placement, &ret->record) == 0;
+        ret->page_kib = x->page_kib ? x->page_kib : x->hugepages ? host_default_hugepage_kib() : 0;
+}
+
+/* Reads the definition (flags: 0 live, VIR_DOMAIN_XML_INACTIVE) and, for a
+ * running domain, its QEMU pid. On failure reason says why. */
+static int domain_acquire(struct daemon *d, virDomainPtr dom, unsigned flags, char reason[PLACEMENT_REASON_MAX],
+                          struct facts *ret) {
+        _cleanup_free_ char *xml = virDomainGetXMLDesc(dom, flags);
+        char err[256] = "";
+        struct domxml *x = NULL;
+
+        if (!xml)
+                return error_set(reason, PLACEMENT_REASON_MAX, -EIO, "cannot read the domain XML: %s",
+                                 daemon_libvirt_error());
+        if (domxml_parse(xml, strlen(xml), &x, err, sizeof err) < 0)
+                return error_set(reason, PLACEMENT_REASON_MAX, -EINVAL, "domain XML: %s", err);
+        facts_from_xml(d, x, flags & VIR_DOMAIN_XML_INACTIVE ? 0 : domain_read_pid(x->name), ret);
+        ret->owned = x;
+        return 0;
+}
+
+static void domain_set_facts(struct domain *dm, const struct facts *f) {
+        const struct domxml *x = f->xml;
+
         dm->libvirt_id = x->id;
-        dm->pid = pid;
+        dm->pid = f->pid;
         dm->vcpus = x->vcpus;
         dm->niothread = x->niothread;
         free(dm->iothread_ids);
         dm->iothread_ids = xcalloc(x->niothread + 1, sizeof(int));
         memcpy(dm->iothread_ids, x->iothread_ids, x->niothread * sizeof(int));
         dm->memory_kib = x->memory_kib;
-        dm->page_kib = x->page_kib ? x->page_kib : x->hugepages ? host_default_hugepage_kib() : 0;
-}
-
-static int domain_acquire(virDomainPtr dom, struct domain *dm, struct domxml **ret) {
-        _cleanup_free_ char *xml = virDomainGetXMLDesc(dom, 0);
-        char err[256] = "";
-        struct domxml *x = NULL;
-
-        if (!xml) {
-                virErrorPtr e = virGetLastError();
-                snprintf(dm->reason, sizeof dm->reason, "cannot read the domain XML: %s",
-                         e && e->message ? e->message : "unknown error");
-                return -EIO;
-        }
-        if (domxml_parse(xml, strlen(xml), &x, err, sizeof err) < 0) {
-                snprintf(dm->reason, sizeof dm->reason, "domain XML: %s", err);
-                dm->policy_known = false;       /* an invalid policy is none, not the defaults */
-                return -EINVAL;
-        }
-        domain_facts(dm, x, domain_read_pid(dm->name));
-        *ret = x;
-        return 0;
+        dm->page_kib = f->page_kib;
 }
 
 /* ---- decide ------------------------------------------------------------------- */
 
-static void domain_policy(struct daemon *d, struct domain *dm, const struct domxml *x) {
-        conf_policy_for(d->conf, dm->name, x->has_policy ? &x->policy : NULL, &dm->policy);
+static void domain_decide(struct daemon *d, struct domain *dm, const struct facts *f, enum decide_when when,
+                          struct decision *ret) {
+        struct decide_facts df = { .xml = f->xml, .record = facts_record(f), .when = when,
+                                   .pinned = dm->pins.nvcpu > 0 };
+
+        decide_policy(d->conf, f->xml, f->page_kib, &dm->policy);
         dm->policy_known = true;
-        /* The page size QEMU really uses wins over any policy key: it is a fact. */
-        if (dm->page_kib)
-                dm->policy.page = policy_page_of_kib(dm->page_kib);
-}
-
-static hwloc_bitmap_t domain_live_vcpu_pins(const struct topo *t, const struct domxml *x,
-                                            struct pinset *ret) {
-        hwloc_bitmap_t all = hwloc_bitmap_alloc();
-
-        *ret = (struct pinset){ .nvcpu = x->vcpus };
-        ret->vcpu = xcalloc(x->vcpus + 1, sizeof *ret->vcpu);
-        for (int i = 0; i < x->nvcpupin; i++) {
-                int v = x->vcpupin[i].id;
-                if (v < 0 || v >= x->vcpus || ret->vcpu[v])
-                        continue;
-                ret->vcpu[v] = hwloc_bitmap_alloc();
-                if (hwloc_bitmap_list_sscanf(ret->vcpu[v], x->vcpupin[i].cpuset) < 0) {
-                        hwloc_bitmap_free(ret->vcpu[v]);   /* unreadable: not a pin we know */
-                        ret->vcpu[v] = NULL;
-                        continue;
-                }
-                hwloc_bitmap_or(all, all, ret->vcpu[v]);
-        }
-        return all;
-}
-
-/* Every live vCPU pin is the recorded one. A domain whose vCPU count changed
- * since (its definition edited while it was off) still matches on the vCPUs
- * the record knows; a pin on a vCPU the record does not know is not ours. */
-static bool domain_pins_match(const struct pinset *live, const struct pinset *rec) {
-        for (int i = 0; i < live->nvcpu; i++)
-                if (live->vcpu[i] && (i >= rec->nvcpu || !hwloc_bitmap_isequal(live->vcpu[i], rec->vcpu[i])))
-                        return false;
-        return true;
-}
-
-static hwloc_bitmap_t topo_online(const struct topo *t) {
-        hwloc_bitmap_t m = hwloc_bitmap_alloc();
-
-        for (int i = 0; i < t->npu; i++)
-                hwloc_bitmap_set(m, t->pus[i].os);
-        return m;
-}
-
-/* Adds a pinned cpuset to 'all' when it is a real restriction (readable, and
- * not every online PU). */
-static void hand_pin_add(hwloc_bitmap_t all, const char *cpuset, hwloc_const_bitmap_t online) {
-        _cleanup_bitmap_ hwloc_bitmap_t b = hwloc_bitmap_alloc();
-
-        if (!cpuset || hwloc_bitmap_list_sscanf(b, cpuset) < 0 || hwloc_bitmap_iszero(b) ||
-            hwloc_bitmap_isincluded(online, b))
-                return;
-        hwloc_bitmap_or(all, all, b);
-}
-
-/* Hand pins: cputune vCPU pins that are a real restriction (not every PU) and
- * do not match our own placement record, and emulator or iothread pins of a
- * domain we hold no record for. Returns their union, or NULL. */
-static hwloc_bitmap_t domain_hand_pins(struct daemon *d, const struct domxml *x) {
-        struct pinset live, rec = {};
-        struct plan p = {};
-        bool dedicated;
-        hwloc_bitmap_t all = domain_live_vcpu_pins(d->topo, x, &live);
-        _cleanup_bitmap_ hwloc_bitmap_t online = topo_online(d->topo);
-        bool ours = false;
-
-        if (x->placement && record_parse(d->topo, x->placement, &dedicated, &p, &rec) == 0) {
-                ours = domain_pins_match(&live, &rec);
-                plan_done(&p);
-                pinset_done(&rec);
-        }
-        pinset_done(&live);
-        if (ours) {
-                hwloc_bitmap_free(all);
-                return NULL;
-        }
-        if (hwloc_bitmap_isincluded(online, all))
-                hwloc_bitmap_zero(all);
-        /* An operator's emulator or iothread pin is theirs too. */
-        hand_pin_add(all, x->emulatorpin, online);
-        for (int i = 0; i < x->niothreadpin; i++)
-                hand_pin_add(all, x->iothreadpin[i].cpuset, online);
-        if (hwloc_bitmap_iszero(all)) {
-                hwloc_bitmap_free(all);
-                return NULL;
-        }
-        return all;
+        df.policy = dm->policy;
+        decide_domain(d->topo, d->alloc, &df, ret);
 }
 
 static void domain_request(struct daemon *d, const struct domain *dm, const struct domxml *x,
@@ -284,21 +227,36 @@ static void domain_request(struct daemon *d, const struct domain *dm, const stru
                                 ret->pci_nodes[ret->npci_nodes++] = d->topo->pcis[j].node;
 }
 
-/* Hugepage pools as they are now (daemon/hugepages.h): the pages placed
- * domains hold, and those this domain's QEMU already holds, count as free for
+void domains_batch_begin(struct daemon *d) {
+        d->pools_gen++;
+        d->pools_batch = true;
+}
+
+void domains_batch_end(struct daemon *d) {
+        d->pools_batch = false;
+}
+
+/* Base memory a placed domain's QEMU holds per node: read once per batch. */
+static const uint64_t *domain_held_base(struct daemon *d, struct domain *dm, const char *root) {
+        if (dm->held_base_kib && d->pools_batch && dm->held_gen == d->pools_gen)
+                return dm->held_base_kib;
+        free(dm->held_base_kib);
+        dm->held_base_kib = xcalloc((size_t)d->topo->nnode + 1, sizeof *dm->held_base_kib);
+        qemuproc_read_numa_maps(root, dm->pid, d->topo, NULL, dm->held_base_kib);
+        dm->held_gen = d->pools_gen;
+        return dm->held_base_kib;
+}
+
+/* Hugepage pools and node memory as they are now (pools.h): the pages placed
+ * domains hold, and what this domain's QEMU already holds, count as free for
  * the engine, which subtracts what is committed. */
 static void domain_refresh_pools(struct daemon *d, const struct domain *dm) {
-        const char *root = hugepages_daemon_root(d->sysfs_root, d->topology_path);
-        int r = hugepages_refresh_topo(d->topo, d->alloc, root, dm->pid);
-        _cleanup_free_ pid_t *placed = xcalloc(d->ndomain + 1, sizeof *placed);
-        int n = 0;
+        const char *root = pools_daemon_root(d->sysfs_root, d->topology_path);
+        int r = pools_refresh(d->topo, d->alloc, root, dm->pid);
 
-        for (int i = 0; i < d->ndomain; i++)
+        for (int i = 0; r >= 0 && root && i < d->ndomain; i++)
                 if (d->domains[i] != dm && d->domains[i]->placed && d->domains[i]->pid > 0)
-                        placed[n++] = d->domains[i]->pid;
-        if (r >= 0 && root)
-                hugepages_add_back_base(d->topo, root, placed, n);
-
+                        pools_add_back_memory(d->topo, domain_held_base(d, d->domains[i], root));
         if (r < 0)
                 dlog(dm, LOG_WARNING, "cannot read the hugepage pools under %s: %s, placing on the last known counts",
                      root ? root : "hwloc", strerror(-r));
@@ -328,65 +286,49 @@ static int domain_place(struct daemon *d, struct domain *dm, const struct domxml
         return 0;
 }
 
-/* ---- resolve: plan + allocations -> cpusets ----------------------------------- */
-
-static void pinset_alloc(struct pinset *p, const struct domain *dm) {
-        *p = (struct pinset){ .nvcpu = dm->vcpus, .niothread = dm->niothread, .numa = POLICY_NUMA_NONE };
-        p->vcpu = xcalloc(dm->vcpus + 1, sizeof *p->vcpu);
-        p->iothread = xcalloc(dm->niothread + 1, sizeof *p->iothread);
-        p->iothread_id = xcalloc(dm->niothread + 1, sizeof *p->iothread_id);
-        memcpy(p->iothread_id, dm->iothread_ids, dm->niothread * sizeof(int));
+/* plan (when placed) + allocations -> the cpusets to apply. */
+static void domain_resolve(struct daemon *d, const struct domain *dm, const struct alloc *a,
+                           struct pinset *ret) {
+        pinset_init(ret, dm->vcpus, dm->niothread, dm->iothread_ids);
+        pinset_resolve(d->topo, a, dm->placed ? &dm->plan : NULL, ret);
 }
 
-static void pinset_resolve_shared(struct daemon *d, const struct domain *dm, struct pinset *p) {
-        _cleanup_bitmap_ hwloc_bitmap_t pool = placement_shared_pool(d->topo, d->alloc, -1);
-
-        pinset_alloc(p, dm);
-        for (int i = 0; i < p->nvcpu; i++)
-                p->vcpu[i] = hwloc_bitmap_dup(pool);
-        for (int i = 0; i < p->niothread; i++)
-                p->iothread[i] = hwloc_bitmap_dup(pool);
-        p->emulator = hwloc_bitmap_dup(pool);
+/* The recorded placement is committed as it is: the guest does not move. */
+static void domain_adopt(struct daemon *d, struct domain *dm, struct facts *f) {
+        dm->plan = f->record.plan;
+        f->record.plan = (struct plan){};
+        alloc_commit(d->alloc, d->topo, &dm->plan, dm->id);
+        dm->placed = true;
+        domain_set_state(dm, DOMAIN_TUNED, NULL);
+        pinset_done(&dm->pins);
+        domain_resolve(d, dm, d->alloc, &dm->pins);
 }
 
-static void pinset_resolve_plan(struct daemon *d, const struct domain *dm, struct pinset *p) {
-        const struct plan *pl = &dm->plan;
-        _cleanup_bitmap_ hwloc_bitmap_t pool = placement_shared_pool(d->topo, d->alloc, -1);
-
-        pinset_alloc(p, dm);
-        for (int i = 0; i < p->nvcpu; i++)
-                p->vcpu[i] = i < pl->nvcpu ? plan_vcpu_cpus(d->topo, d->alloc, pl, i) : hwloc_bitmap_dup(pool);
-        for (int i = 0; i < p->niothread; i++)
-                p->iothread[i] = i < pl->niothread ? plan_resolve(d->topo, d->alloc, pl, &pl->iothreads[i])
-                                                   : hwloc_bitmap_dup(pool);
-        p->emulator = plan_resolve(d->topo, d->alloc, pl, &pl->emulator);
-        p->numa = pl->numa;
-        if (pl->numa == POLICY_NUMA_NONE || pl->nnode == 0)
-                return;
-        p->mems = hwloc_bitmap_alloc();
-        for (int i = 0; i < pl->nnode; i++)
-                hwloc_bitmap_set(p->mems, d->topo->nodes[pl->nodes[i]].os);
+/* Takes what the decision gives the domain: its holds and its state.
+ * Returns true when pins must be applied. */
+static bool domain_take(struct daemon *d, struct domain *dm, struct facts *f, struct decision *dec) {
+        switch (dec->action) {
+        case DECIDE_ADOPT:
+                domain_adopt(d, dm, f);
+                return true;
+        case DECIDE_HAND_PINS:
+                domain_hold_hand(d, dm, dec->hand_cpus);
+                dec->hand_cpus = NULL;
+                domain_set_state(dm, DOMAIN_IGNORED, "pinned by hand");
+                dlog(dm, LOG_NOTICE, "pinned by hand, not overriding it; its PUs count as taken");
+                return false;
+        case DECIDE_IGNORE:
+        case DECIDE_UNPIN:
+                domain_set_state(dm, DOMAIN_IGNORED, "policy cpu=none");
+                return false;
+        case DECIDE_PLACE:
+        default:
+                domain_place(d, dm, f->xml);
+                return true;
+        }
 }
 
-/* Every cpuset must be non-empty: libvirt would refuse an empty one anyway. */
-static bool pinset_usable(const struct pinset *p) {
-        for (int i = 0; i < p->nvcpu; i++)
-                if (!p->vcpu[i] || hwloc_bitmap_iszero(p->vcpu[i]))
-                        return false;
-        for (int i = 0; i < p->niothread; i++)
-                if (!p->iothread[i] || hwloc_bitmap_iszero(p->iothread[i]))
-                        return false;
-        return p->emulator && !hwloc_bitmap_iszero(p->emulator);
-}
-
-static void domain_resolve(struct daemon *d, const struct domain *dm, struct pinset *ret) {
-        if (dm->placed)
-                pinset_resolve_plan(d, dm, ret);
-        else
-                pinset_resolve_shared(d, dm, ret);
-}
-
-/* ---- act ---------------------------------------------------------------------- */
+/* ---- apply and record --------------------------------------------------------- */
 
 /* Applying failed part way: the domain's threads may already run on its
  * dedicated PUs, so it keeps holding them (nobody else gets them as
@@ -398,6 +340,11 @@ static void domain_fail(struct daemon *d, struct domain *dm, const char *reason)
                      dm->name);
 }
 
+static char *domain_format_record(struct daemon *d, const struct domain *dm) {
+        return record_format(d->topo, dm->placed && dm->plan.dedicated ? &dm->plan : NULL, &dm->pins,
+                             &dm->policy);
+}
+
 /* The persistent definition follows: a dedicated placement is written there
  * (libvirt pins the next start before its vCPUs run), anything else takes our
  * old pins out of it. */
@@ -407,7 +354,7 @@ static void domain_persist(struct daemon *d, virDomainPtr dom, struct domain *dm
         if (dm->state == DOMAIN_TUNED && dm->placed && dm->plan.dedicated) {
                 /* The record names the dedicated PUs, not the shared pool: a pool
                  * change alone does not rewrite the definition. */
-                char *rec = record_format(d->topo, dm);
+                char *rec = domain_format_record(d, dm);
 
                 if (dm->persisted_record && streq(dm->persisted_record, rec)) {
                         free(rec);
@@ -415,7 +362,7 @@ static void domain_persist(struct daemon *d, virDomainPtr dom, struct domain *dm
                 }
                 /* Even a failure may have left part of it (the record goes first):
                  * persisted. Not retried until the placement changes. */
-                apply_persist(d, dom, dm, &dm->pins);
+                apply_persist(d, dom, dm, rec, &dm->pins);
                 dm->persisted = true;
                 free(dm->persisted_record);
                 dm->persisted_record = rec;
@@ -427,18 +374,19 @@ static void domain_persist(struct daemon *d, virDomainPtr dom, struct domain *dm
 }
 
 static int domain_apply(struct daemon *d, virDomainPtr dom, struct domain *dm) {
+        _cleanup_free_ char *rec = NULL;
         struct pinset p;
         char reason[PLACEMENT_REASON_MAX] = "";
         int r;
 
-        domain_resolve(d, dm, &p);
+        domain_resolve(d, dm, d->alloc, &p);
         if (!pinset_usable(&p)) {
                 pinset_done(&p);
                 domain_fail(d, dm, "the shared pool is empty: every PU is reserved or dedicated");
                 metrics_observe_apply(&d->metrics, -ENOSPC);
                 return dlog(dm, LOG_ERR, "%s, leaving its pins as they are", dm->reason), -ENOSPC;
         }
-        r = apply_pins(d, dom, dm, &p, reason);
+        r = apply_pins(d, dom, dm, &p, APPLY_LIVE, reason);
         metrics_observe_pinned(&d->metrics, dm->uuid, r);
         if (r >= 0)
                 r = apply_numa(d, dom, dm, &p, reason);
@@ -450,7 +398,8 @@ static int domain_apply(struct daemon *d, virDomainPtr dom, struct domain *dm) {
         }
         pinset_done(&dm->pins);
         dm->pins = p;
-        if (record_store(d, dom, dm, VIR_DOMAIN_AFFECT_LIVE) < 0)
+        rec = domain_format_record(d, dm);
+        if (apply_record(dom, rec, APPLY_LIVE) < 0)
                 dlog(dm, LOG_WARNING, "cannot store the placement record; a restarted daemon will place it anew");
         domain_persist(d, dom, dm);
         return 0;
@@ -459,22 +408,17 @@ static int domain_apply(struct daemon *d, virDomainPtr dom, struct domain *dm) {
 /* A domain we pinned whose policy became cpu=none floats over every PU again
  * (its old PUs may be dedicated to someone else next), and loses its record. */
 static void domain_unpin(struct daemon *d, virDomainPtr dom, struct domain *dm) {
-        _cleanup_bitmap_ hwloc_bitmap_t all = topo_online(d->topo);
+        _cleanup_bitmap_ hwloc_bitmap_t all = topo_cpuset(d->topo);
         struct pinset p;
         char reason[PLACEMENT_REASON_MAX] = "";
 
-        pinset_alloc(&p, dm);
-        for (int i = 0; i < p.nvcpu; i++)
-                p.vcpu[i] = hwloc_bitmap_dup(all);
-        for (int i = 0; i < p.niothread; i++)
-                p.iothread[i] = hwloc_bitmap_dup(all);
-        p.emulator = hwloc_bitmap_dup(all);
-        if (apply_pins(d, dom, dm, &p, reason) >= 0)
+        pinset_init(&p, dm->vcpus, dm->niothread, dm->iothread_ids);
+        pinset_fill(&p, all);
+        if (apply_pins(d, dom, dm, &p, APPLY_LIVE, reason) >= 0)
                 dlog(dm, LOG_INFO, "policy cpu=none: unpinned, it floats over every CPU");
         pinset_done(&p);
         pinset_done(&dm->pins);
-        if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL, DOMXML_PLACEMENT_NS,
-                                 VIR_DOMAIN_AFFECT_LIVE) < 0)
+        if (apply_record(dom, NULL, APPLY_LIVE) < 0)
                 dlog(dm, LOG_WARNING, "cannot remove its placement record");
         domain_persist(d, dom, dm);
 }
@@ -487,9 +431,7 @@ static void domain_log_result(const struct domain *dm) {
                 dlog(dm, LOG_INFO, "%s: %s", domain_state_to_string(dm->state), dm->reason);
                 return;
         }
-        all = hwloc_bitmap_alloc();
-        for (int i = 0; i < dm->pins.nvcpu; i++)
-                hwloc_bitmap_or(all, all, dm->pins.vcpu[i]);
+        all = pinset_cpus(&(struct pinset){ .nvcpu = dm->pins.nvcpu, .vcpu = dm->pins.vcpu });
         hwloc_bitmap_list_asprintf(&cpus, all);
         hwloc_bitmap_free(all);
         dlog(dm, LOG_INFO, "%s: %d vCPU%s on CPUs %s%s%s", domain_state_to_string(dm->state),
@@ -497,43 +439,7 @@ static void domain_log_result(const struct domain *dm) {
              dm->reason[0] ? ", " : "", dm->reason);
 }
 
-/* Domains left alone: cpu=none, or pinned by hand (their PUs count as taken).
- * Returns true when the domain is left alone. */
-static bool domain_decide_keep(struct daemon *d, struct domain *dm, const struct domxml *x) {
-        hwloc_bitmap_t hand;
-
-        if (dm->policy.cpu == POLICY_CPU_NONE) {
-                domain_set_state(dm, DOMAIN_IGNORED, "policy cpu=none");
-                return true;
-        }
-        hand = domain_hand_pins(d, x);
-        if (!hand)
-                return false;
-        domain_hold_hand(d, dm, hand);
-        domain_set_state(dm, DOMAIN_IGNORED, "pinned by hand");
-        dlog(dm, LOG_NOTICE, "pinned by hand, not overriding it; its PUs count as taken");
-        return true;
-}
-
-static int domain_adopt_record(struct daemon *d, struct domain *dm, const struct domxml *x, bool fresh);
-
-/* Decides what the domain gets; returns true when pins must be applied. A
- * domain that just started (fresh) with the record of an earlier run in its
- * definition keeps those PUs when they are free and its policy is unchanged:
- * libvirt already pinned it there before its vCPUs ran. */
-static bool domain_decide(struct daemon *d, struct domain *dm, const struct domxml *x, bool fresh) {
-        domain_policy(d, dm, x);
-        /* only a dedicated placement is ever written into the definition */
-        dm->persisted = dm->persisted || record_is_dedicated(x->placement);
-        if (fresh && domain_adopt_record(d, dm, x, true) > 0) {
-                dlog(dm, LOG_INFO, "started on the PUs recorded in its definition, keeping them");
-                return true;
-        }
-        if (domain_decide_keep(d, dm, x))
-                return false;
-        domain_place(d, dm, x);
-        return true;
-}
+/* ---- the lifecycle of one domain ---------------------------------------------- */
 
 static struct domain *domain_get(struct daemon *d, virDomainPtr dom) {
         char uuid[VIR_UUID_STRING_BUFLEN] = "";
@@ -546,137 +452,100 @@ static struct domain *domain_get(struct daemon *d, virDomainPtr dom) {
         return dm ? dm : domain_add(d, name, uuid);
 }
 
-/* A domain that started with our record and pins from its definition (it was
- * dedicated when it last ran): its threads sit on PUs that are no longer held. */
-static bool domain_started_on_record(struct daemon *d, const struct domxml *x) {
-        struct pinset live, rec = {};
-        struct plan p = {};
-        bool dedicated, ours = false;
+/* Decides with the facts already read, applies and records. A domain that
+ * just started (DECIDE_START) with the record of an earlier run in its
+ * definition keeps those PUs when they are free and its policy is unchanged:
+ * libvirt already pinned it there before its vCPUs ran. */
+static int domain_update(struct daemon *d, virDomainPtr dom, struct domain *dm, struct facts *f,
+                         enum decide_when when) {
+        struct decision dec;
+        int r = 0;
 
-        if (!x->placement || record_parse(d->topo, x->placement, &dedicated, &p, &rec) < 0)
-                return false;
-        hwloc_bitmap_free(domain_live_vcpu_pins(d->topo, x, &live));
-        for (int i = 0; i < live.nvcpu; i++)
-                ours = ours || live.vcpu[i];
-        ours = ours && domain_pins_match(&live, &rec);
-        pinset_done(&live);
-        pinset_done(&rec);
-        plan_done(&p);
-        return ours;
+        dm->seen = true;
+        dm->hooked = false;
+        domain_set_facts(dm, f);
+        domain_release_hold(d, dm);
+        domain_decide(d, dm, f, when, &dec);
+        /* only a dedicated placement is ever written into the definition */
+        dm->persisted = dm->persisted || (f->has_record && f->record.dedicated);
+        if (dec.action == DECIDE_ADOPT)
+                dlog(dm, LOG_INFO, "started on the PUs recorded in its definition, keeping them");
+        if (domain_take(d, dm, f, &dec)) {
+                r = domain_apply(d, dom, dm);
+                domains_follow_pool(d);
+        } else if (dec.action == DECIDE_UNPIN)
+                domain_unpin(d, dom, dm);
+        decision_done(&dec);
+        domain_log_result(dm);
+        return r;
 }
 
 int domains_update(struct daemon *d, virDomainPtr dom, bool rescan) {
-        _cleanup_(domxml_freep) struct domxml *x = NULL;
         char uuid[VIR_UUID_STRING_BUFLEN] = "";
         bool fresh = !rescan && virDomainGetUUIDString(dom, uuid) == 0 && !domains_find_uuid(d, uuid);
         struct domain *dm = domain_get(d, dom);
+        struct facts f;
         int r;
 
         if (!dm)
                 return log_error("Cannot identify a libvirt domain, skipping it"), -EIO;
-        dm->seen = true;
-        dm->hooked = false;
-        r = domain_acquire(dom, dm, &x);
+        r = domain_acquire(d, dom, 0, dm->reason, &f);
         if (r < 0) {            /* keeps what it holds: its threads may run there */
+                dm->policy_known = dm->policy_known && r != -EINVAL;   /* an invalid policy is none */
+                dm->seen = true;
+                dm->hooked = false;
                 dm->state = DOMAIN_FAILED;
                 return dlog(dm, LOG_ERR, "%s, leaving it alone", dm->reason), r;
         }
-        domain_release_hold(d, dm);
-        if (domain_decide(d, dm, x, fresh)) {
-                r = domain_apply(d, dom, dm);
-                domains_follow_pool(d);
-        } else if (dm->policy.cpu == POLICY_CPU_NONE && (dm->pins.nvcpu > 0 || domain_started_on_record(d, x)))
-                domain_unpin(d, dom, dm);
-        domain_log_result(dm);
+        r = domain_update(d, dom, dm, &f, fresh ? DECIDE_START : DECIDE_UPDATE);
+        facts_done(&f);
         return r;
 }
 
 /* ---- resync: keep what a previous daemon applied ------------------------------ */
 
-static bool place_set_free(struct daemon *d, const struct place_set *s) {
-        if (s->kind != PLACE_DEDICATED)
-                return true;
-        for (int i = 0; i < s->npu; i++)
-                if (s->pus[i] < 0 || d->alloc->pu_owner[s->pus[i]] != ALLOC_FREE)
-                        return false;
-        return true;
-}
-
-static bool domain_record_free(struct daemon *d, const struct plan *p) {
-        for (int i = 0; i < p->nvcpu; i++)
-                if (p->vcpu_pu[i] < 0 || d->alloc->pu_owner[p->vcpu_pu[i]] != ALLOC_FREE)
-                        return false;
-        for (int i = 0; i < p->nidle; i++)
-                if (d->alloc->pu_owner[p->idle_pus[i]] != ALLOC_FREE)
-                        return false;
-        if (!place_set_free(d, &p->emulator))
-                return false;
-        for (int i = 0; i < p->niothread; i++)
-                if (!place_set_free(d, &p->iothreads[i]))
-                        return false;
-        return true;
-}
-
-/* A dedicated record that matches the live pins and the current policy is
- * committed as it is: the guest does not move. */
-static int domain_adopt_record(struct daemon *d, struct domain *dm, const struct domxml *x, bool fresh) {
-        struct pinset live, rec;
-        struct plan p;
-        bool dedicated, match;
-
-        if (!x->placement || dm->policy.cpu != POLICY_CPU_DEDICATED ||
-            !record_policy_matches(x->placement, &dm->policy) ||
-            record_parse(d->topo, x->placement, &dedicated, &p, &rec) < 0)
-                return 0;
-        hwloc_bitmap_free(domain_live_vcpu_pins(d->topo, x, &live));
-        match = dedicated && domain_pins_match(&live, &rec) && p.nvcpu == dm->vcpus &&
-                p.niothread == dm->niothread && (!fresh || p.memory_kib == dm->memory_kib) &&
-                domain_record_free(d, &p);
-        pinset_done(&live);
-        pinset_done(&rec);
-        if (!match) {
-                plan_done(&p);
-                return 0;
-        }
-        alloc_commit(d->alloc, d->topo, &p, dm->id);
-        dm->plan = p;
-        dm->placed = true;
-        domain_set_state(dm, DOMAIN_TUNED, NULL);
-        pinset_done(&dm->pins);
-        domain_resolve(d, dm, &dm->pins);
-        return 1;
-}
-
 /* pass 0: domains that keep what they have (recorded placement, hand pins,
  * cpu=none); pass 1: everything else, placed against what pass 0 took. */
 int domains_resync_pass(struct daemon *d, virDomainPtr dom, int pass) {
-        _cleanup_(domxml_freep) struct domxml *x = NULL;
         struct domain *dm = domain_get(d, dom);
+        struct decision dec;
+        struct facts f;
+        bool kept;
+        int r;
 
         if (!dm)
                 return -EIO;
         if (pass == 1)
                 return dm->seen ? 0 : domains_update(d, dom, true);
         domain_release_hold(d, dm);
-        if (domain_acquire(dom, dm, &x) < 0)
+        r = domain_acquire(d, dom, 0, dm->reason, &f);
+        if (r < 0) {
+                dm->policy_known = dm->policy_known && r != -EINVAL;   /* an invalid policy is none */
                 return 0;
-        domain_policy(d, dm, x);
-        if (domain_adopt_record(d, dm, x, false) > 0) {   /* a balloon may have moved <currentMemory> */
-                dm->seen = true;
-                dlog(dm, LOG_INFO, "kept its recorded placement");
-                return 1;
         }
-        if (!domain_decide_keep(d, dm, x))
-                return 0;
-        dm->seen = true;
-        domain_log_result(dm);
-        return 1;
+        domain_set_facts(dm, &f);
+        domain_decide(d, dm, &f, DECIDE_RESYNC, &dec);
+        kept = dec.action != DECIDE_PLACE;
+        if (kept) {
+                domain_take(d, dm, &f, &dec);
+                dm->seen = true;
+                if (dec.action == DECIDE_ADOPT)        /* a balloon may have moved <currentMemory> */
+                        dlog(dm, LOG_INFO, "kept its recorded placement");
+                else
+                        domain_log_result(dm);
+        }
+        decision_done(&dec);
+        facts_done(&f);
+        return kept;
 }
 
 /* ---- the qemu hook: placed from the XML, before start, without libvirt -------- */
 
 int domains_place_xml(struct daemon *d, const struct domxml *x, pid_t pid, struct domain **ret) {
         struct domain *dm = domains_find_uuid(d, x->uuid);
+        struct decision dec;
+        struct facts f;
+        bool apply;
 
         if (!dm)
                 dm = domain_add(d, x->name, x->uuid);
@@ -684,13 +553,21 @@ int domains_place_xml(struct daemon *d, const struct domxml *x, pid_t pid, struc
         dm->seen = true;
         dm->hooked = false;
         domain_release_hold(d, dm);
-        domain_facts(dm, x, pid);
-        if (!domain_decide(d, dm, x, true)) {
+        facts_from_xml(d, x, pid, &f);
+        domain_set_facts(dm, &f);
+        domain_decide(d, dm, &f, DECIDE_START, &dec);
+        dm->persisted = dm->persisted || (f.has_record && f.record.dedicated);
+        if (dec.action == DECIDE_ADOPT)
+                dlog(dm, LOG_INFO, "started on the PUs recorded in its definition, keeping them");
+        apply = domain_take(d, dm, &f, &dec);
+        decision_done(&dec);
+        facts_done(&f);
+        if (!apply) {
                 domain_log_result(dm);
                 return 0;
         }
         pinset_done(&dm->pins);
-        domain_resolve(d, dm, &dm->pins);
+        domain_resolve(d, dm, d->alloc, &dm->pins);
         if (!pinset_usable(&dm->pins)) {
                 pinset_done(&dm->pins);
                 domain_fail(d, dm, "the shared pool is empty: every PU is reserved or dedicated");
@@ -722,67 +599,75 @@ int domains_confirm(struct daemon *d, virDomainPtr dom) {
 
 /* ---- inactive domains: the first start pinned by libvirt too ------------------ */
 
+/* Whether an inactive domain's definition is to be left as it is: pinned by
+ * hand, or carrying our record for this policy with its pins. */
+static bool preplace_keep(struct daemon *d, const struct facts *f, const struct policy *p) {
+        hwloc_bitmap_t hand = decide_hand_pins(d->topo, f->xml, facts_record(f));
+
+        if (hand) {
+                hwloc_bitmap_free(hand);
+                return true;
+        }
+        return f->has_record && !f->record.foreign && record_policy_matches(&f->record, p) &&
+               decide_pinned_by_record(f->xml, &f->record);
+}
+
+/* Places tmp against what runs now into a dry copy of the allocations: its
+ * PUs are not held. Then writes it into the definition. */
+static int preplace_write(struct daemon *d, virDomainPtr dom, struct domain *tmp, const struct domxml *x) {
+        _cleanup_free_ char *rec = NULL;
+        char reason[PLACEMENT_REASON_MAX] = "";
+        struct alloc *dry;
+        struct request req;
+        int r;
+
+        domain_request(d, tmp, x, &req);
+        r = placement_place(d->topo, d->alloc, &req, &tmp->plan, reason);
+        if (r < 0)
+                return dlog(tmp, LOG_INFO, "not running; no room to pre-place it now (%s): its start is placed "
+                            "by the hook", reason), 0;
+        tmp->placed = true;
+        tmp->state = DOMAIN_TUNED;
+        dry = alloc_dup(d->alloc);
+        alloc_commit(dry, d->topo, &tmp->plan, tmp->id);
+        domain_resolve(d, tmp, dry, &tmp->pins);
+        alloc_free(dry);
+        rec = domain_format_record(d, tmp);
+        r = pinset_usable(&tmp->pins) ? apply_persist(d, dom, tmp, rec, &tmp->pins) : -ENOSPC;
+        if (r == 0)
+                dlog(tmp, LOG_INFO, "not running: its definition now pins its next start (PUs free now, not held)");
+        pinset_done(&tmp->pins);
+        plan_done(&tmp->plan);
+        return r;
+}
+
 /* A dedicated domain that is defined (or gets a dedicated policy) while it
  * does not run gets a placement written into its definition, computed against
  * what runs now and held by nobody: libvirt then pins even its first start
  * before the vCPUs run, and the start keeps those PUs when they are still
- * free (domain_decide adopts the record), else places it anew. A definition
+ * free (decide_domain adopts the record), else places it anew. A definition
  * already carrying our record for the same policy, or pinned by hand, is left
  * as it is; one whose policy is no longer dedicated loses our pins. */
 int domains_preplace(struct daemon *d, virDomainPtr dom) {
-        _cleanup_(domxml_freep) struct domxml *x = NULL;
-        _cleanup_free_ char *xml = NULL;
         char uuid[VIR_UUID_STRING_BUFLEN] = "", reason[PLACEMENT_REASON_MAX] = "";
         const char *name = virDomainGetName(dom);
         struct domain tmp = { .id = ++d->next_id, .name = (char *)(name ? name : "?") };
-        struct alloc *real = d->alloc, *dry;
-        struct request req;
-        hwloc_bitmap_t hand;
+        struct facts f;
         int r;
 
         if (!d->conf->persist_placement || virDomainIsActive(dom) != 0 || virDomainIsPersistent(dom) != 1 ||
             virDomainGetUUIDString(dom, uuid) < 0)
                 return 0;
         snprintf(tmp.uuid, sizeof tmp.uuid, "%s", uuid);
-        xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE);
-        if (!xml || domxml_parse(xml, strlen(xml), &x, NULL, 0) < 0)
+        if (domain_acquire(d, dom, VIR_DOMAIN_XML_INACTIVE, reason, &f) < 0)
                 return -EIO;
-        domain_facts(&tmp, x, 0);
-        domain_policy(d, &tmp, x);
-        if (tmp.policy.cpu != POLICY_CPU_DEDICATED) {
-                r = x->placement && domain_started_on_record(d, x) ? apply_unpersist(d, dom, &tmp) : 0;
-                free(tmp.iothread_ids);
-                return r;
-        }
-        hand = domain_hand_pins(d, x);
-        if (hand || (x->placement && record_policy_matches(x->placement, &tmp.policy) &&
-                     domain_started_on_record(d, x))) {
-                if (hand)
-                        hwloc_bitmap_free(hand);
-                free(tmp.iothread_ids);
-                return 0;
-        }
-        domain_request(d, &tmp, x, &req);
-        r = placement_place(d->topo, d->alloc, &req, &tmp.plan, reason);
-        if (r < 0) {
-                dlog(&tmp, LOG_INFO, "not running; no room to pre-place it now (%s): its start is placed by the hook",
-                     reason);
-                free(tmp.iothread_ids);
-                return 0;
-        }
-        tmp.placed = true;
-        tmp.state = DOMAIN_TUNED;
-        dry = alloc_dup(real);
-        alloc_commit(dry, d->topo, &tmp.plan, tmp.id);
-        d->alloc = dry;
-        domain_resolve(d, &tmp, &tmp.pins);
-        d->alloc = real;
-        alloc_free(dry);
-        r = pinset_usable(&tmp.pins) ? apply_persist(d, dom, &tmp, &tmp.pins) : -ENOSPC;
-        if (r == 0)
-                dlog(&tmp, LOG_INFO, "not running: its definition now pins its next start (PUs free now, not held)");
-        pinset_done(&tmp.pins);
-        plan_done(&tmp.plan);
+        domain_set_facts(&tmp, &f);
+        decide_policy(d->conf, f.xml, f.page_kib, &tmp.policy);
+        if (tmp.policy.cpu != POLICY_CPU_DEDICATED)
+                r = decide_pinned_by_record(f.xml, facts_record(&f)) ? apply_unpersist(d, dom, &tmp) : 0;
+        else
+                r = preplace_keep(d, &f, &tmp.policy) ? 0 : preplace_write(d, dom, &tmp, f.xml);
+        facts_done(&f);
         free(tmp.iothread_ids);
         return r;
 }
@@ -794,7 +679,7 @@ void domains_retry_unplaced(struct daemon *d) {
                 struct domain *dm = d->domains[i];
                 virDomainPtr dom;
 
-                if (dm->state != DOMAIN_UNPLACED || !(dom = watch_lookup(d, dm->uuid)))
+                if (dm->state != DOMAIN_UNPLACED || !(dom = domain_lookup(d, dm->uuid)))
                         continue;
                 if (virDomainIsActive(dom) != 1) {
                         virDomainFree(dom);
@@ -842,13 +727,13 @@ static void domain_follow(struct daemon *d, struct domain *dm) {
                 return;
         if (dm->hooked)                 /* its started event applies the current pool */
                 return;
-        domain_resolve(d, dm, &p);
+        domain_resolve(d, dm, d->alloc, &p);
         if (!pinset_usable(&p) || pinset_equal(&p, &dm->pins)) {
                 pinset_done(&p);
                 return;
         }
         pinset_done(&p);
-        dom = watch_lookup(d, dm->uuid);
+        dom = domain_lookup(d, dm->uuid);
         if (!dom)
                 return;
         dlog(dm, LOG_INFO, "the shared pool changed, following it");
@@ -862,15 +747,11 @@ void domains_follow_pool(struct daemon *d) {
         isolate_update(d);              /* the dedicated PUs may have changed */
 }
 
-int domains_rebalance(struct daemon *d, const char *name) {
-        int n = 0;
-
-        if (!d->connected)
-                return -ENOTCONN;
+static int domains_rebalance_passes(struct daemon *d, const char *name) {
         /* Two passes, as a resync: domains left alone (hand pins hold their
          * PUs) first, then the others are placed around them. */
         _cleanup_free_ bool *alone = xcalloc(d->ndomain + 1, sizeof *alone);
-        int ndomain = d->ndomain;
+        int ndomain = d->ndomain, n = 0;
 
         for (int i = 0; i < ndomain; i++) {
                 alone[i] = d->domains[i]->state == DOMAIN_IGNORED;
@@ -886,44 +767,64 @@ int domains_rebalance(struct daemon *d, const char *name) {
 
                         if ((name && !streq(dm->name, name)) || alone[i] != (pass == 0))
                                 continue;
-                        dom = watch_lookup(d, dm->uuid);
+                        dom = domain_lookup(d, dm->uuid);
                         if (!dom)
                                 continue;
                         domains_update(d, dom, false);
                         virDomainFree(dom);
                         n++;
                 }
+        return n;
+}
+
+int domains_rebalance(struct daemon *d, const char *name) {
+        int n;
+
+        if (!d->connected)
+                return -ENOTCONN;
+        domains_batch_begin(d);
+        n = domains_rebalance_passes(d, name);
+        domains_batch_end(d);
         return name && n == 0 ? -ENOENT : n;
 }
 
-static bool policy_same(const struct policy *a, const struct policy *b);
+/* ---- policy changes -------------------------------------------------------------- */
+
+/* Reads the domain once; when its effective policy changed, re-places it with
+ * what was read. Returns 1 when re-placed, 0 when the policy is the same,
+ * negative errno when the domain cannot be read. */
+static int domain_policy_changed(struct daemon *d, virDomainPtr dom, struct domain *dm, const char *why) {
+        struct policy now;
+        struct facts f;
+
+        if (domain_acquire(d, dom, 0, dm->reason, &f) < 0)
+                return -EIO;
+        decide_policy(d->conf, f.xml, dm->page_kib, &now);
+        if (policy_equal(&now, &dm->policy)) {
+                dm->policy = now;
+                dm->policy_known = true;
+                facts_done(&f);
+                return 0;
+        }
+        dlog(dm, LOG_INFO, "%s, re-placing", why);
+        domain_update(d, dom, dm, &f, DECIDE_UPDATE);
+        facts_done(&f);
+        return 1;
+}
 
 int domains_policy_event(struct daemon *d, virDomainPtr dom) {
-        _cleanup_(domxml_freep) struct domxml *x = NULL;
-        _cleanup_free_ char *xml = NULL;
         char uuid[VIR_UUID_STRING_BUFLEN] = "";
         struct domain *dm;
-        struct policy old;
+        int r;
 
         if (virDomainGetUUIDString(dom, uuid) < 0 || !(dm = domains_find_uuid(d, uuid)))
                 return domains_update(d, dom, false);
-        old = dm->policy;
-        xml = virDomainGetXMLDesc(dom, 0);
-        if (!xml || domxml_parse(xml, strlen(xml), &x, NULL, 0) < 0)
+        r = domain_policy_changed(d, dom, dm, "policy changed");
+        if (r < 0)
                 return domains_update(d, dom, false);
-        domain_policy(d, dm, x);
-        if (policy_same(&old, &dm->policy)) {
+        if (r == 0)
                 dlog(dm, LOG_DEBUG, "policy metadata changed, the effective policy did not: nothing to do");
-                return 0;
-        }
-        dlog(dm, LOG_INFO, "policy changed, re-placing");
-        return domains_update(d, dom, false);
-}
-
-static bool policy_same(const struct policy *a, const struct policy *b) {
-        return a->cpu == b->cpu && a->threads == b->threads && a->emulator == b->emulator &&
-               a->iothreads == b->iothreads && a->numa == b->numa && a->page == b->page &&
-               a->source == b->source;
+        return 0;
 }
 
 /* The metadata policy is re-read with the domain's XML: only the config changed. */
@@ -932,23 +833,14 @@ int domains_reevaluate(struct daemon *d, void (*changed)(const char *name, void 
 
         for (int i = 0; i < d->ndomain; i++) {
                 struct domain *dm = d->domains[i];
-                _cleanup_(domxml_freep) struct domxml *x = NULL;
-                _cleanup_free_ char *xml = NULL;
-                struct policy old = dm->policy;
-                virDomainPtr dom = watch_lookup(d, dm->uuid);
+                virDomainPtr dom = domain_lookup(d, dm->uuid);
 
                 if (!dom)
                         continue;
-                xml = virDomainGetXMLDesc(dom, 0);
-                if (xml && domxml_parse(xml, strlen(xml), &x, NULL, 0) == 0) {
-                        domain_policy(d, dm, x);
-                        if (!policy_same(&old, &dm->policy)) {
-                                dlog(dm, LOG_INFO, "policy changed by the new configuration, re-placing");
-                                if (changed)
-                                        changed(dm->name, ud);
-                                domains_update(d, dom, false);
-                                n++;
-                        }
+                if (domain_policy_changed(d, dom, dm, "policy changed by the new configuration") > 0) {
+                        if (changed)
+                                changed(dm->name, ud);
+                        n++;
                 }
                 virDomainFree(dom);
         }

@@ -16,11 +16,10 @@
 #include "config.h"
 
 #include <errno.h>
-#include <time.h>
 #include <json-c/json.h>
 
 #include "daemon.h"
-#include "qemuproc.h"
+#include "affinity.h"
 #include "kvmtune/domxml.h"
 #include "kvmtune/hook.h"
 #include "kvmtune/hostfs.h"
@@ -34,17 +33,8 @@ struct hook_params {
         pid_t pid;
 };
 
-static inline void domxml_freep(struct domxml **x) { domxml_free(*x); }
-
 /* Borrowed: the follow-up source lives in the loop (floating), re-armed per use. */
 static sd_event_source *hook_follow_source;
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000ULL;
-}
 
 /* ---- params ------------------------------------------------------------------- */
 
@@ -184,7 +174,7 @@ static int hook_started(struct daemon *d, const struct hook_params *hp, struct j
                 return *ret_result = hook_answer(dm, false, dm->reason), 0;
         if (dm->state == DOMAIN_UNPLACED && dm->policy.placement == POLICY_PLACEMENT_STRICT)
                 return hook_refuse(d, dm, ret_result);
-        r = qemuproc_apply(d->sysfs_root, hp->pid, &dm->pins, reason, &ticks, &moved);
+        r = affinity_apply(d->sysfs_root, hp->pid, &dm->pins, reason, &ticks, &moved);
         if (r < 0)
                 return hook_fall_back(d, dm, reason, ret_result);
         metrics_observe_hook(&d->metrics);

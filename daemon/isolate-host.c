@@ -15,7 +15,7 @@
 
 #include "daemon.h"
 #include "isolate.h"
-#include "qemuproc.h"
+#include "affinity.h"
 #include "kvmtune/hostfs.h"
 #include "kvmtune/log.h"
 #include "kvmtune/proto.h"
@@ -42,7 +42,7 @@ static int host_get_affinity(void *ud, pid_t tid, hwloc_bitmap_t ret) {
 }
 
 static int host_set_affinity(void *ud, pid_t tid, hwloc_const_bitmap_t cpus) {
-        return qemuproc_set_affinity(tid, cpus);
+        return affinity_set(tid, cpus);
 }
 
 static int host_write_file(void *ud, const char *path, const char *value) {

@@ -80,48 +80,6 @@ static int parse_options(int argc, char **argv, struct options *o) {
         return -1;
 }
 
-/* ---- state shared with the other modules -------------------------------------- */
-
-int daemon_reserved(const struct daemon *d, const struct conf *c, hwloc_bitmap_t *ret) {
-        hwloc_bitmap_t m = NULL;
-        int r = conf_reserved_cpus(c, &m);
-
-        if (r < 0)
-                return r;
-        *ret = m ? m : placement_default_reserved(d->topo);
-        return 0;
-}
-
-/* Logs what is really reserved (named CPUs widened to whole cores, those the
- * host lacks ignored) and warns about CPUs that are not there. */
-static void daemon_log_reserved(const struct daemon *d) {
-        hwloc_bitmap_t real = alloc_reserved_cpus(d->alloc, d->topo);
-        hwloc_bitmap_t absent = placement_absent_cpus(d->topo, d->reserved);
-        _cleanup_free_ char *list = NULL, *missing = NULL;
-        int n = hwloc_bitmap_weight(real);
-
-        hwloc_bitmap_list_asprintf(&list, real);
-        hwloc_bitmap_list_asprintf(&missing, absent);
-        if (!hwloc_bitmap_iszero(absent))
-                log_warning("reserved_cpus: this host has no CPU %s, ignoring %s", missing,
-                            hwloc_bitmap_isequal(absent, d->reserved) ? "them: no CPU is reserved for housekeeping"
-                                                                      : "those");
-        log_info("%d CPU%s reserved for housekeeping%s%s", n, n == 1 ? "" : "s", n ? ": " : "", n ? list : "");
-        hwloc_bitmap_free(real);
-        hwloc_bitmap_free(absent);
-}
-
-void daemon_rebuild_alloc(struct daemon *d, hwloc_bitmap_t reserved) {
-        domains_drop_holds(d);
-        alloc_free(d->alloc);
-        d->alloc = alloc_new(d->topo);
-        if (d->reserved)
-                hwloc_bitmap_free(d->reserved);
-        d->reserved = reserved;
-        alloc_reserve(d->alloc, d->topo, reserved);
-        daemon_log_reserved(d);
-}
-
 /* ---- setup -------------------------------------------------------------------- */
 
 static int load_config(const char *path, struct conf **ret) {
@@ -178,7 +136,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 
         sd_event_now(d->event, CLOCK_MONOTONIC, &now);
         sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)now);
-        daemon_reload(d, NULL, err, sizeof err);
+        daemon_reload(d, NULL, NULL, err, sizeof err);
         sd_notify(0, "READY=1");
         domains_notify_status(d);
         return 0;

@@ -14,7 +14,8 @@
 #include "isolate.h"
 #include "hugepages.h"
 #include "observe.h"
-#include "qemuproc.h"
+#include "kvmtune/pools.h"
+#include "kvmtune/qemuproc.h"
 #include "kvmtune/advise.h"
 #include "kvmtune/domxml.h"
 #include "kvmtune/hook.h"
@@ -311,7 +312,7 @@ static int methods_topology(void *userdata, struct json_object *params,
 /* ---- Plan ---------------------------------------------------------------------- */
 
 static const char *methods_hp_root(const struct daemon *d) {
-        return hugepages_daemon_root(d->sysfs_root, d->topology_path);
+        return pools_daemon_root(d->sysfs_root, d->topology_path);
 }
 
 static int methods_param_int(struct json_object *params, const char *key, int64_t def, int64_t *ret) {
@@ -380,7 +381,7 @@ static int methods_plan(void *userdata, struct json_object *params,
         if (r < 0)
                 return r;
         if (req.policy.page != POLICY_PAGE_NONE)
-                hugepages_refresh_topo(d->topo, d->alloc, methods_hp_root(d), 0);
+                pools_refresh(d->topo, d->alloc, methods_hp_root(d), 0);
         a = alloc_dup(d->alloc);
         r = placement_place(d->topo, a, &req, &p, reason);
         if (r < 0) {
@@ -399,10 +400,6 @@ static int methods_plan(void *userdata, struct json_object *params,
 
 /* ---- Hugepages, Metrics -------------------------------------------------------- */
 
-static int methods_page_index(enum policy_page page) {
-        return page == POLICY_PAGE_1G ? TOPO_PAGE_1G : page == POLICY_PAGE_2M ? TOPO_PAGE_2M : -1;
-}
-
 /* The placed domains holding pages of size s on node n, and how many each. */
 static struct json_object *methods_hp_domains_json(struct daemon *d, int n, int s) {
         struct json_object *arr = json_object_new_array();
@@ -412,7 +409,7 @@ static struct json_object *methods_hp_domains_json(struct daemon *d, int n, int 
                 struct json_object *o;
                 uint64_t pages;
 
-                if (!dm->placed || methods_page_index(dm->plan.page) != s || !dm->plan.node_mem_kib)
+                if (!dm->placed || topo_page_index(policy_page_kib(dm->plan.page)) != s || !dm->plan.node_mem_kib)
                         continue;
                 pages = dm->plan.node_mem_kib[n] / hugepages_size_kib(s);
                 if (pages == 0)
@@ -454,7 +451,7 @@ static int methods_hugepages(void *userdata, struct json_object *params,
                              struct json_object **ret_result, char **ret_error) {
         struct daemon *d = userdata;
         struct json_object *o, *nodes;
-        int r = hugepages_refresh_topo(d->topo, d->alloc, methods_hp_root(d), 0);
+        int r = pools_refresh(d->topo, d->alloc, methods_hp_root(d), 0);
 
         if (r < 0) {
                 *ret_error = xasprintf("cannot read the hugepage pools: %s", strerror(-r));
@@ -572,7 +569,7 @@ static int methods_hugepages_reserve(void *userdata, struct json_object *params,
                 return r == -ENODEV || r == -EOPNOTSUPP ? -EINVAL : r;
         }
         log_info("Hugepages reserve: %s", line);
-        hugepages_refresh_topo(d->topo, d->alloc, root, 0);
+        pools_refresh(d->topo, d->alloc, root, 0);
         if (res.reserved > res.before && d->connected)
                 domains_retry_unplaced(d);
         *ret_result = methods_reserve_json(&res);
@@ -855,7 +852,7 @@ static int methods_reload(void *userdata, struct json_object *params,
         struct daemon *d = userdata;
         struct json_object *changed = json_object_new_array();
         char err[512] = "";
-        int r = daemon_reload(d, changed, err, sizeof err);
+        int r = daemon_reload(d, methods_add_changed, changed, err, sizeof err);
 
         if (r < 0) {
                 json_object_put(changed);
@@ -864,50 +861,6 @@ static int methods_reload(void *userdata, struct json_object *params,
         }
         *ret_result = json_object_new_object();
         jadd(*ret_result, "changed", changed);
-        return 0;
-}
-
-/* Parses the configuration into a new struct and swaps it in only when valid;
- * a change of reserved CPUs rebuilds the allocations and re-places everything. */
-int daemon_reload(struct daemon *d, struct json_object *changed, char *err, size_t errlen) {
-        struct conf *c = NULL;
-        hwloc_bitmap_t reserved = NULL;
-        int r;
-
-        r = conf_load(d->config_path, streq(d->config_path, CONF_PATH_DEFAULT), &c, err, errlen);
-        if (r < 0)
-                return log_error("Reload refused, keeping the running configuration: %s", err), r;
-        r = daemon_reserved(d, c, &reserved);
-        if (r < 0) {
-                snprintf(err, errlen, "%s: invalid [host] reserved_cpus", d->config_path);
-                conf_free(c);
-                return -EINVAL;
-        }
-        if (!hwloc_bitmap_isequal(reserved, d->reserved) && !d->connected) {
-                /* Re-placing needs libvirt: dropping every hold now would hand
-                 * running guests' PUs to others. */
-                snprintf(err, errlen, "reserved_cpus changed while libvirt is disconnected; "
-                         "reload again once connected");
-                hwloc_bitmap_free(reserved);
-                conf_free(c);
-                return log_error("Reload refused, keeping the running configuration: %s", err), -EAGAIN;
-        }
-        if (!streq(c->uri ? c->uri : CONF_URI_DEFAULT, d->conf->uri ? d->conf->uri : CONF_URI_DEFAULT))
-                log_warning("[libvirt] uri changed to %s: it takes effect when kvmtuned restarts",
-                            c->uri ? c->uri : CONF_URI_DEFAULT);
-        conf_free(d->conf);
-        d->conf = c;
-        if (!hwloc_bitmap_isequal(reserved, d->reserved)) {
-                log_info("Reserved CPUs changed, re-placing every domain");
-                daemon_rebuild_alloc(d, reserved);
-                domains_rebalance(d, NULL);
-        } else {
-                hwloc_bitmap_free(reserved);
-                domains_reevaluate(d, changed ? methods_add_changed : NULL, changed);
-        }
-        isolate_update(d);
-        domains_notify_status(d);
-        log_info("Configuration reloaded from %s", d->config_path);
         return 0;
 }
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "daemon.h"
-#include "hugepages.h"
+#include "kvmtune/pools.h"
 #include "kvmtune/log.h"
 #include "kvmtune/util.h"
 #include "metrics.h"
@@ -33,9 +33,9 @@ static void metrics_collect_pus(const struct daemon *d, struct metrics_node *nod
  * domains added back, capped at the pool's total: daemon/hugepages.h) minus
  * those committed pages, that is min(free_hugepages, total - committed). */
 static void metrics_collect_hugepages(struct daemon *d, struct metrics_node *nodes) {
-        const char *root = hugepages_daemon_root(d->sysfs_root, d->topology_path);
+        const char *root = pools_daemon_root(d->sysfs_root, d->topology_path);
 
-        if (hugepages_refresh_topo(d->topo, d->alloc, root, 0) < 0)
+        if (pools_refresh(d->topo, d->alloc, root, 0) < 0)
                 log_debug("metrics: cannot read the hugepage pools, showing the last known counts");
         for (int n = 0; n < d->topo->nnode; n++)
                 for (int s = 0; s < TOPO_PAGE_SIZES; s++) {
@@ -48,7 +48,7 @@ static void metrics_collect_hugepages(struct daemon *d, struct metrics_node *nod
 }
 
 static uint64_t metrics_uptime_sec(const struct daemon *d) {
-        uint64_t now = metrics_now_usec();
+        uint64_t now = now_usec();
 
         return now > d->start_usec ? (now - d->start_usec) / 1000000ULL : 0;
 }

@@ -20,13 +20,6 @@ static const char *const metrics_path_names[_METRICS_PATH_MAX] = {
         [METRICS_PATH_EVENT] = "event", [METRICS_PATH_HOOK] = "hook",
 };
 
-uint64_t metrics_now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000ULL;
-}
-
 void metrics_histogram_observe(struct metrics_histogram *h, double seconds) {
         int i = 0;
 
@@ -40,7 +33,7 @@ void metrics_histogram_observe(struct metrics_histogram *h, double seconds) {
 }
 
 static void metrics_observe_since(struct metrics_histogram *h, uint64_t start_usec) {
-        uint64_t now = metrics_now_usec();
+        uint64_t now = now_usec();
 
         metrics_histogram_observe(h, now > start_usec ? (double)(now - start_usec) / 1e6 : 0);
 }
@@ -48,7 +41,7 @@ static void metrics_observe_since(struct metrics_histogram *h, uint64_t start_us
 /* ---- observation points ------------------------------------------------------- */
 
 void metrics_event_begin(struct metrics *m, const char *uuid) {
-        m->event_usec = metrics_now_usec();
+        m->event_usec = now_usec();
         snprintf(m->event_uuid, sizeof m->event_uuid, "%s", uuid ? uuid : "");
 }
 
@@ -83,7 +76,7 @@ void metrics_observe_connect(struct metrics *m) {
 }
 
 void metrics_hook_begin(struct metrics *m) {
-        m->hook_usec = metrics_now_usec();
+        m->hook_usec = now_usec();
 }
 
 void metrics_observe_hook(struct metrics *m) {

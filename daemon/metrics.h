@@ -41,9 +41,6 @@ struct metrics {
         uint64_t hook_usec;
 };
 
-/* CLOCK_MONOTONIC in microseconds. */
-uint64_t metrics_now_usec(void);
-
 /* Adds one observation; negative or NaN seconds count as 0. */
 void metrics_histogram_observe(struct metrics_histogram *h, double seconds);
 

@@ -9,8 +9,9 @@
 #include "kvmtune/drift.h"
 #include "kvmtune/hostfs.h"
 #include "kvmtune/util.h"
+#include "cgroup.h"
 #include "observe.h"
-#include "qemuproc.h"
+#include "kvmtune/qemuproc.h"
 
 int observe_vcpu_stats(const struct daemon *d, const struct domain *dm, struct schedstat *ret) {
         _cleanup_(qemuproc_freep) struct qemuproc *q = NULL;
@@ -172,7 +173,7 @@ struct json_object *observe_verify_json(const struct daemon *d, const struct dom
                 drift_unreadable(&r, "QEMU threads", NULL, strerror(-e));
         else
                 observe_threads(d, dm, q, &r);
-        if (apply_cgroup_dir(d->sysfs_root, dm->pid, &dir) < 0)
+        if (cgroup_read_dir(d->sysfs_root, dm->pid, &dir) < 0)
                 dir = NULL;
         if (dir)
                 observe_cgroup_cpus(d, dm, dir, &r);

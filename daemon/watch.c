@@ -19,12 +19,6 @@
 
 static void watch_schedule_reconnect(struct daemon *d);
 
-static const char *watch_libvirt_error(void) {
-        virErrorPtr e = virGetLastError();
-
-        return e && e->message ? e->message : "unknown libvirt error";
-}
-
 /* libvirt prints every error to stderr by default; we log what matters ourselves. */
 static void watch_on_libvirt_error(void *userdata, virErrorPtr e) {
         if (e && e->message)
@@ -165,11 +159,11 @@ static int watch_connect(struct daemon *d) {
         d->conn = virConnectOpen(d->uri);
         if (!d->conn)
                 return log_warning("Cannot connect to libvirt at %s: %s", d->uri,
-                                   watch_libvirt_error()), -ECONNREFUSED;
+                                   daemon_libvirt_error()), -ECONNREFUSED;
         if (virConnectSetKeepAlive(d->conn, 5, 3) < 0)
-                log_warning("Cannot enable libvirt keepalive: %s", watch_libvirt_error());
+                log_warning("Cannot enable libvirt keepalive: %s", daemon_libvirt_error());
         if (watch_register(d) < 0) {
-                log_error("Cannot register for libvirt events: %s", watch_libvirt_error());
+                log_error("Cannot register for libvirt events: %s", daemon_libvirt_error());
                 watch_disconnect(d);
                 return -EIO;
         }
@@ -246,13 +240,15 @@ int watch_resync(struct daemon *d) {
 
         n = virConnectListAllDomains(d->conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
         if (n < 0)
-                return log_error("Cannot list libvirt domains: %s", watch_libvirt_error()), -EIO;
+                return log_error("Cannot list libvirt domains: %s", daemon_libvirt_error()), -EIO;
         watch_mark_unseen(d);
+        domains_batch_begin(d);
         for (int pass = 0; pass < 2; pass++)
                 for (int i = 0; i < n; i++)
                         if (domains_resync_pass(d, doms[i], pass) < 0 && pass == 1)
                                 log_dom(LOG_WARNING, virDomainGetName(doms[i]), NULL,
                                         "not tuned, continuing with the others");
+        domains_batch_end(d);
         for (int i = 0; i < n; i++)
                 virDomainFree(doms[i]);
         free(doms);
@@ -276,10 +272,4 @@ int watch_start(struct daemon *d) {
 void watch_stop(struct daemon *d) {
         d->reconnect = sd_event_source_disable_unref(d->reconnect);
         watch_disconnect(d);
-}
-
-virDomainPtr watch_lookup(struct daemon *d, const char *uuid) {
-        if (!d->conn || !d->connected)
-                return NULL;
-        return virDomainLookupByUUIDString(d->conn, uuid);
 }

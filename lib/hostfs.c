@@ -81,30 +81,6 @@ int hostfs_read(const char *root, const char *path, char **ret) {
         return hostfs_read_fd(fd, ret);
 }
 
-/* A decimal that starts with a digit (strtoull alone would take "-1" and " 7");
- * *ret_end points past it. */
-static int hostfs_digits(const char *s, unsigned long long *ret, char **ret_end) {
-        if (*s < '0' || *s > '9')
-                return -EINVAL;
-        errno = 0;
-        *ret = strtoull(s, ret_end, 10);
-        return errno == ERANGE ? -ERANGE : 0;
-}
-
-int hostfs_parse_u64(const char *s, uint64_t *ret) {
-        unsigned long long v;
-        char *end;
-        int r = hostfs_digits(s, &v, &end);
-
-        if (r < 0)
-                return r;
-        end += strspn(end, " \t\n");
-        if (*end)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 int hostfs_read_u64(const char *root, const char *path, uint64_t *ret) {
         _cleanup_free_ char *buf = NULL;
         int r;
@@ -112,7 +88,7 @@ int hostfs_read_u64(const char *root, const char *path, uint64_t *ret) {
         r = hostfs_read(root, path, &buf);
         if (r < 0)
                 return r;
-        return hostfs_parse_u64(buf, ret);
+        return safe_atou64(buf, ret);
 }
 
 int hostfs_write(const char *root, const char *path, const char *value) {
@@ -158,10 +134,9 @@ static const char *hostfs_meminfo_find(const char *buf, const char *key) {
 
 /* Parses " 12345 kB" (or a bare count, as in HugePages_Total) up to the end of line. */
 static int hostfs_meminfo_value(const char *s, uint64_t *ret) {
-        unsigned long long v;
-        char *end;
-
-        int r = hostfs_digits(s + strspn(s, " \t"), &v, &end);
+        const char *end;
+        uint64_t v;
+        int r = safe_atou64_prefix(s + strspn(s, " \t"), &v, &end);
 
         if (r < 0)
                 return r;

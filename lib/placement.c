@@ -171,12 +171,13 @@ static void own_pus(struct alloc *a, const int *pus, int n, int id, bool idle) {
                 }
 }
 
+/* Memory is counted in pages of the policy's size; base pages by the KiB. */
 static uint64_t page_kib(enum policy_page page) {
-        return page == POLICY_PAGE_1G ? KIB_1G : page == POLICY_PAGE_2M ? KIB_2M : 1;
+        return policy_page_kib(page) ?: 1;
 }
 
 static int page_index(enum policy_page page) {
-        return page == POLICY_PAGE_1G ? TOPO_PAGE_1G : page == POLICY_PAGE_2M ? TOPO_PAGE_2M : -1;
+        return topo_page_index(policy_page_kib(page));
 }
 
 /* sign: +1 commits the plan's memory, -1 gives it back (saturating at 0). */

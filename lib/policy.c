@@ -102,3 +102,38 @@ int policy_set(struct policy *p, const char *key, const char *value) {
 #undef KEY
         return -ENOENT;
 }
+
+bool policy_equal(const struct policy *a, const struct policy *b) {
+        return a->cpu == b->cpu && a->threads == b->threads && a->emulator == b->emulator &&
+               a->iothreads == b->iothreads && a->numa == b->numa && a->page == b->page &&
+               a->placement == b->placement;
+}
+
+char *policy_format_line(const struct policy *p) {
+        return xasprintf("cpu=%s threads=%s emulator=%s iothreads=%s numa=%s hugepages=%s placement=%s",
+                         policy_cpu_to_string(p->cpu), policy_threads_to_string(p->threads),
+                         policy_emulator_to_string(p->emulator), policy_iothreads_to_string(p->iothreads),
+                         policy_numa_to_string(p->numa), policy_page_to_string(p->page),
+                         policy_placement_to_string(p->placement));
+}
+
+int policy_parse_line(const char *s, struct policy *ret) {
+        _cleanup_free_ char *copy = xstrdup(s);
+        char *save = NULL;
+        struct policy p;
+
+        policy_init_default(&p);
+        for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+                char *eq = strchr(tok, '=');
+                int r;
+
+                if (!eq)
+                        return -EINVAL;
+                *eq = '\0';
+                r = policy_set(&p, tok, eq + 1);
+                if (r < 0)
+                        return r;
+        }
+        *ret = p;
+        return 0;
+}

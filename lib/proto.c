@@ -11,10 +11,6 @@
 #include "kvmtune/proto.h"
 #include "kvmtune/util.h"
 
-static void json_putp(struct json_object **o) {
-        json_object_put(*o);
-}
-#define _cleanup_json_ _cleanup_(json_putp)
 
 void proto_request_done(struct proto_request *r) {
         free(r->method);

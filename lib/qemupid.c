@@ -14,7 +14,7 @@
 static int pid_parse(const char *s, pid_t *ret) {
         uint64_t v;
 
-        if (hostfs_parse_u64(s, &v) < 0 || v < 1 || v > INT_MAX)
+        if (safe_atou64(s, &v) < 0 || v < 1 || v > INT_MAX)
                 return -EINVAL;
         *ret = (pid_t)v;
         return 0;

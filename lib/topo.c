@@ -660,3 +660,11 @@ hwloc_bitmap_t topo_pus_to_bitmap(const struct topo *t, const int *pus, int n) {
         }
         return set;
 }
+
+hwloc_bitmap_t topo_cpuset(const struct topo *t) {
+        hwloc_bitmap_t m = hwloc_bitmap_alloc();
+
+        for (int i = 0; i < t->npu; i++)
+                hwloc_bitmap_set(m, t->pus[i].os);
+        return m;
+}

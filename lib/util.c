@@ -2,7 +2,9 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "kvmtune/util.h"
 
@@ -26,6 +28,78 @@ char *xasprintf(const char *fmt, ...) {
                 abort();
         va_end(ap);
         return s;
+}
+
+int safe_atou64_prefix(const char *s, uint64_t *ret, const char **ret_end) {
+        unsigned long long v;
+        char *end;
+
+        if (!s || *s < '0' || *s > '9')
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno == ERANGE)
+                return -ERANGE;
+        *ret = v;
+        if (ret_end)
+                *ret_end = end;
+        return 0;
+}
+
+int safe_atou64(const char *s, uint64_t *ret) {
+        const char *end;
+        uint64_t v;
+        int r = safe_atou64_prefix(s, &v, &end);
+
+        if (r < 0)
+                return r;
+        if (end[strspn(end, " \t\n")])
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int safe_atoi(const char *s, int min, int max, int *ret) {
+        bool neg = s && *s == '-';
+        const char *end;
+        uint64_t v;
+        int64_t value;
+        int r = safe_atou64_prefix(neg ? s + 1 : s, &v, &end);
+
+        if (r < 0)
+                return r;
+        if (*end)
+                return -EINVAL;
+        if (v > (uint64_t)INT32_MAX + 1)
+                return -ERANGE;
+        value = neg ? -(int64_t)v : (int64_t)v;
+        if (value < min || value > max)
+                return -ERANGE;
+        *ret = (int)value;
+        return 0;
+}
+
+uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000ULL;
+}
+
+void strbuf_add(struct strbuf *b, const char *fmt, ...) {
+        va_list ap;
+        char *piece;
+        size_t n;
+
+        va_start(ap, fmt);
+        if (vasprintf(&piece, fmt, ap) < 0)
+                abort();
+        va_end(ap);
+        n = strlen(piece);
+        b->s = xrealloc(b->s, b->len + n + 1);
+        memcpy(b->s + b->len, piece, n + 1);
+        b->len += n;
+        free(piece);
 }
 
 int error_set(char *err, size_t errlen, int r, const char *fmt, ...) {

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "kvmtune/proto.h"
 #include "kvmtune/render.h"
 #include "kvmtune/util.h"
 #include "kvmtune/workload.h"
@@ -14,10 +15,7 @@
 #define WORKLOAD_MAX_IOTHREADS 1024
 #define WORKLOAD_MAX_MEMORY_MIB (1ULL << 40)    /* 1 EiB */
 
-static inline void json_putp(struct json_object **o) { json_object_put(*o); }
 static inline void workload_freep(struct workload **w) { workload_free(*w); }
-static inline void table_freep(struct table **tb) { table_free(*tb); }
-#define _cleanup_json_ _cleanup_(json_putp)
 
 #define fail(err, errlen, ...) error_set((err), (errlen), -EINVAL, __VA_ARGS__)
 

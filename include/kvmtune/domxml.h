@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "kvmtune/policy.h"
+#include "kvmtune/util.h"
 
 #define DOMXML_POLICY_NS "urn:kvmtuned:tuning:1"
 #define DOMXML_PLACEMENT_NS "urn:kvmtuned:placement:1"

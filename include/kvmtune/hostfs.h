@@ -15,8 +15,6 @@ int hostfs_read(const char *root, const char *path, char **ret);
 /* Reads an unsigned decimal from a file ("512\n"): -EINVAL for anything else
  * but trailing blanks, -ERANGE on overflow. */
 int hostfs_read_u64(const char *root, const char *path, uint64_t *ret);
-/* The same on a string: digits, then only blanks (" \t\n"). */
-int hostfs_parse_u64(const char *s, uint64_t *ret);
 /* Writes a string (no O_CREAT: sysfs files exist or the write fails). */
 int hostfs_write(const char *root, const char *path, const char *value);
 int hostfs_write_u64(const char *root, const char *path, uint64_t value);

@@ -1,6 +1,8 @@
 /* Per-domain tuning policy (SPEC.md "Per-domain policy"). */
 #pragma once
 
+#include <stdbool.h>
+
 enum policy_cpu { POLICY_CPU_SHARED, POLICY_CPU_DEDICATED, POLICY_CPU_NONE, _POLICY_CPU_MAX };
 enum policy_threads { POLICY_THREADS_PREFER, POLICY_THREADS_ISOLATE, POLICY_THREADS_REQUIRE, _POLICY_THREADS_MAX };
 enum policy_emulator { POLICY_EMULATOR_SHARE, POLICY_EMULATOR_ISOLATE, POLICY_EMULATOR_VCPUS, _POLICY_EMULATOR_MAX };
@@ -65,7 +67,19 @@ int policy_iothreads_from_string(const char *s);
 int policy_numa_from_string(const char *s);
 int policy_page_from_string(const char *s);         /* "1G", "2M", "none" */
 int policy_placement_from_string(const char *s);
-unsigned long policy_page_kib(enum policy_page v);  /* 0 for none (4 KiB base pages) */
-/* The page policy of a page size QEMU really uses: 1G or 2M for those sizes,
- * none for any other (base pages named as a size, or a size not counted). */
+/* The one page-size mapping: KiB per page of a policy value (0 for none:
+ * base pages, whose size the caller knows), and back from a page size QEMU
+ * really uses: 1G or 2M for those sizes, none for any other (base pages named
+ * as a size, or a size not counted). */
+unsigned long policy_page_kib(enum policy_page v);
 enum policy_page policy_page_of_kib(unsigned long kib);
+
+/* The same effective policy: every key (cpu, threads, emulator, iothreads,
+ * numa, hugepages, placement); where the keys came from does not count. */
+bool policy_equal(const struct policy *a, const struct policy *b);
+/* "cpu=dedicated threads=prefer emulator=share iothreads=shared numa=strict
+ * hugepages=none placement=best-effort": every key. Caller frees. */
+char *policy_format_line(const struct policy *p);
+/* Parses policy_format_line()'s text (keys in any order, missing ones default)
+ * into *ret. 0, -EINVAL (bad value, not key=value) or -ENOENT (unknown key). */
+int policy_parse_line(const char *s, struct policy *ret);

@@ -24,6 +24,12 @@
 
 #include <json-c/json.h>
 
+#include "kvmtune/util.h"
+
+/* json_object_put() for _cleanup_json_ (json_object_put accepts NULL). */
+static inline void json_object_putp(struct json_object **o) { json_object_put(*o); }
+#define _cleanup_json_ _cleanup_(json_object_putp)
+
 /* 1 MiB: room for a large domain XML in a kvmtune.v1.Hook request; with at
  * most 32 clients that bounds the daemon's buffers at 32 MiB. */
 #define PROTO_MAX_REQUEST (1024U * 1024U)

@@ -61,6 +61,7 @@ struct table;
 
 struct table *table_new(void);
 struct table *table_free(struct table *tb);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct table *, table_free)
 /* Appends a row of strings, NULL-terminated: table_add_row(tb, "a", "b", NULL). */
 void table_add_row(struct table *tb, ...);
 /* Starts an empty row; table_add_cell()/table_add_cellf() append to the last row. */

@@ -11,13 +11,19 @@
 #include <stdint.h>
 #include <hwloc.h>
 
+#include "kvmtune/util.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(hwloc_bitmap_t, hwloc_bitmap_free)
+#define _cleanup_bitmap_ _cleanup_(hwloc_bitmap_freep)
+
 #define TOPO_PAGE_SIZES 2               /* index 0: 2 MiB, 1: 1 GiB */
 #define TOPO_PAGE_2M 0
 #define TOPO_PAGE_1G 1
 
-/* hwloc bitmaps as owned locals: _cleanup_bitmap_ hwloc_bitmap_t b = ...; */
-static inline void bitmap_freep(hwloc_bitmap_t *b) { if (*b) hwloc_bitmap_free(*b); }
-#define _cleanup_bitmap_ __attribute__((cleanup(bitmap_freep)))
+/* The pool index of a page size in KiB (2048, 1048576), -1 for any other. */
+static inline int topo_page_index(unsigned long page_kib) {
+        return page_kib == 2048 ? TOPO_PAGE_2M : page_kib == 1048576 ? TOPO_PAGE_1G : -1;
+}
 
 struct topo_pu {
         unsigned os;                    /* logical CPU number, as in /proc */
@@ -97,7 +103,7 @@ enum topo_source { TOPO_SOURCE_LIVE, TOPO_SOURCE_XML, TOPO_SOURCE_SYNTHETIC };
 int topo_load(enum topo_source source, const char *arg, const char *sysfs_root,
               struct topo **ret);
 struct topo *topo_free(struct topo *t);
-static inline void topo_freep(struct topo **t) { topo_free(*t); }
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct topo *, topo_free)
 
 /* Re-reads hugepage pools and node memory under sysfs_root (NULL: back to
  * hwloc's values). 0 or negative errno (-EINVAL for a malformed file). */
@@ -115,3 +121,5 @@ unsigned topo_distance(const struct topo *t, int a, int b);
 /* hwloc bitmap of the os indexes of PU indexes (caller frees with
  * hwloc_bitmap_free); NULL when an index is out of range. */
 hwloc_bitmap_t topo_pus_to_bitmap(const struct topo *t, const int *pus, int n);
+/* Every PU of t (os indexes), a new bitmap. */
+hwloc_bitmap_t topo_cpuset(const struct topo *t);

@@ -1,6 +1,7 @@
 /* Small helpers shared by lib/, daemon/ and tests/. */
 #pragma once
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -18,9 +19,14 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xasprintf(const char *fmt, ...) _printf_(1, 2);
 
+/* Declares NAMEp(TYPE *p), calling FUNC(*p) when *p is not NULL, for
+ * _cleanup_(NAMEp): one per type, beside the type's own declaration. */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func) \
+        static inline void func##p(type *p) { if (*p) func(*p); }
+
 static inline void freep(void *p) { free(*(void **)p); }
-static inline void fclosep(FILE **f) { if (*f) fclose(*f); }
 static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
+DEFINE_TRIVIAL_CLEANUP_FUNC(FILE *, fclose)
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
 #define _cleanup_close_ _cleanup_(closep)
@@ -32,6 +38,26 @@ static inline unsigned long base_page_kib(void) { return (unsigned long)sysconf(
 /* Writes a message into err (errlen bytes; err may be NULL) and returns r: for
  * "return error_set(err, errlen, -EINVAL, "line %d: ...", n);". */
 int error_set(char *err, size_t errlen, int r, const char *fmt, ...) _printf_(4, 5);
+
+/* The one checked number parser: a decimal that starts with a digit (no sign,
+ * no blank), -ERANGE past UINT64_MAX. safe_atou64_prefix() stops at the first
+ * non-digit (*ret_end, may be NULL); safe_atou64() allows only trailing blanks
+ * (" \t\n") after it; safe_atoi() takes an int in [min, max], with no blanks.
+ * 0 or -EINVAL/-ERANGE; *ret untouched on failure. */
+int safe_atou64_prefix(const char *s, uint64_t *ret, const char **ret_end);
+int safe_atou64(const char *s, uint64_t *ret);
+int safe_atoi(const char *s, int min, int max, int *ret);
+
+/* CLOCK_MONOTONIC in microseconds. */
+uint64_t now_usec(void);
+
+/* A growing string: strbuf_add() appends printf-style; b.s is NULL until the
+ * first add, then owned by the caller (free). */
+struct strbuf {
+        char *s;
+        size_t len;
+};
+void strbuf_add(struct strbuf *b, const char *fmt, ...) _printf_(2, 3);
 
 /* Parse "16G", "512M", "1024k", "4096" (bytes) into KiB. Returns 0 or -EINVAL. */
 int parse_size_kib(const char *s, unsigned long long *ret_kib);

@@ -15,6 +15,8 @@
 #include "kvmtune/hostfs.h"
 #include "kvmtune/hugepages.h"
 #include "kvmtune/placement.h"
+#include "kvmtune/pools.h"
+#include "kvmtune/qemuproc.h"
 #include "kvmtune/util.h"
 #include "tap.h"
 #include "test-data.h"
@@ -753,21 +755,21 @@ static int write_file(const char *path, const char *text) {
 static void test_numa_maps(const struct topo *t) {
         uint64_t (*held)[TOPO_PAGE_SIZES] = xcalloc((size_t)t->nnode, sizeof *held);
 
-        is_int((int)hugepages_parse_numa_maps(numa_maps, t, held), 8,
+        is_int((int)qemuproc_parse_numa_maps(numa_maps, t, held, NULL), 8,
                "numa_maps: 8 hugepages on known nodes (base pages, node 7, garbage skipped)");
         ok(held[1][TOPO_PAGE_2M] == 6 && held[0][TOPO_PAGE_2M] == 0, "numa_maps: 6 2M pages on node 1");
         ok(held[0][TOPO_PAGE_1G] == 1 && held[1][TOPO_PAGE_1G] == 1, "numa_maps: one 1G page per node");
-        is_int((int)hugepages_parse_numa_maps("", t, held), 0, "numa_maps: empty text");
-        is_int((int)hugepages_parse_numa_maps(NULL, t, held), 0, "numa_maps: NULL text");
+        is_int((int)qemuproc_parse_numa_maps("", t, held, NULL), 0, "numa_maps: empty text");
+        is_int((int)qemuproc_parse_numa_maps(NULL, t, held, NULL), 0, "numa_maps: NULL text");
         free(held);
         {
                 uint64_t *base = xcalloc((size_t)t->nnode, sizeof *base);
 
-                hugepages_parse_numa_maps_base(numa_maps, t, base);
+                qemuproc_parse_numa_maps(numa_maps, t, NULL, base);
                 ok(base[0] == 40 && base[1] == 2048,
                    "numa_maps: base pages 40 KiB on node 0, 2 MiB on node 1 (hugepages not counted), got %llu/%llu",
                    (unsigned long long)base[0], (unsigned long long)base[1]);
-                hugepages_parse_numa_maps_base(NULL, t, base);
+                qemuproc_parse_numa_maps(NULL, t, NULL, base);
                 ok(base[0] == 40, "numa_maps: NULL text adds nothing");
                 free(base);
         }
@@ -789,16 +791,16 @@ static void test_refresh_topo(void) {
         }
         test_numa_maps(t);
         a = alloc_new(t);
-        is_int(hugepages_daemon_root(NULL, NULL) != NULL && streq(hugepages_daemon_root(NULL, NULL), "/"),
+        is_int(pools_daemon_root(NULL, NULL) != NULL && streq(pools_daemon_root(NULL, NULL), "/"),
                1, "daemon root: live host without --sysfs-root is /");
-        ok(hugepages_daemon_root(NULL, xml) == NULL, "daemon root: a --topology file has no live pools");
-        ok(streq(hugepages_daemon_root(root, xml), root), "daemon root: --sysfs-root wins");
+        ok(pools_daemon_root(NULL, xml) == NULL, "daemon root: a --topology file has no live pools");
+        ok(streq(pools_daemon_root(root, xml), root), "daemon root: --sysfs-root wins");
 
-        is_int(hugepages_refresh_topo(t, a, root, 0), 0, "refresh, nothing committed");
+        is_int(pools_refresh(t, a, root, 0), 0, "refresh, nothing committed");
         ok(t->nodes[1].avail_known && t->nodes[1].avail_kib == 16777216,
            "node 1: available memory read from its meminfo (MemFree)");
         a->mem_kib[1] = 1048576;
-        hugepages_refresh_topo(t, a, root, 0);
+        pools_refresh(t, a, root, 0);
         is_int((int)(t->nodes[1].avail_kib / 1024), 16384,
                "memory committed to placed domains is not added back by itself (they may not use it yet)");
         a->mem_kib[1] = 0;
@@ -806,11 +808,11 @@ static void test_refresh_topo(void) {
            "node 1 2M: 512 pages, 500 free as sysfs says");
         a->hp_pages[1][TOPO_PAGE_2M] = 10;
         a->hp_pages[1][TOPO_PAGE_1G] = 1;
-        is_int(hugepages_refresh_topo(t, a, root, 0), 0, "refresh with pages committed to placed domains");
+        is_int(pools_refresh(t, a, root, 0), 0, "refresh with pages committed to placed domains");
         is_int((int)t->nodes[1].hp[TOPO_PAGE_2M].free, 510, "committed 2M pages are added back: 510");
         is_int((int)t->nodes[1].hp[TOPO_PAGE_1G].free, 3, "committed 1G page is added back: 3");
         a->hp_pages[1][TOPO_PAGE_2M] = 20;
-        hugepages_refresh_topo(t, a, root, 0);
+        pools_refresh(t, a, root, 0);
         is_int((int)t->nodes[1].hp[TOPO_PAGE_2M].free, 512, "never more free than the pool holds");
 
         dir = xasprintf("%s/proc/4242", root);
@@ -820,26 +822,29 @@ static void test_refresh_topo(void) {
         is_int(write_file(maps, numa_maps), 0, "fake numa_maps");
         a->hp_pages[1][TOPO_PAGE_2M] = 0;
         a->hp_pages[1][TOPO_PAGE_1G] = 0;
-        is_int(hugepages_refresh_topo(t, a, root, 4242), 0, "refresh for the domain of pid 4242");
+        is_int(pools_refresh(t, a, root, 4242), 0, "refresh for the domain of pid 4242");
         is_int((int)t->nodes[1].hp[TOPO_PAGE_2M].free, 506, "its own 6 pages on node 1 count as free for it");
         is_int((int)t->nodes[1].hp[TOPO_PAGE_1G].free, 3, "its own 1G page on node 1 too");
         is_int((int)t->nodes[1].avail_kib, 16777216 + 2048, "and its own 2 MiB of base pages on node 1");
         {
-                pid_t placed[] = { 4242, 4343, 0 };
+                pid_t placed[] = { 4242, 4343 };
+                _cleanup_free_ uint64_t *base = xcalloc((size_t)t->nnode, sizeof *base);
 
-                hugepages_refresh_topo(t, a, root, 0);
-                hugepages_add_back_base(t, root, placed, 3);
+                pools_refresh(t, a, root, 0);
+                for (size_t i = 0; i < ELEMENTSOF(placed); i++)
+                        qemuproc_read_numa_maps(root, placed[i], t, NULL, base);
+                pools_add_back_memory(t, base);
                 is_int((int)t->nodes[1].avail_kib, 16777216 + 2048,
                        "placed QEMUs: what they really hold is added back (4242: 2 MiB; 4343: no numa_maps)");
         }
-        is_int(hugepages_refresh_topo(t, a, root, 4343), 0, "a pid without numa_maps: nothing added");
+        is_int(pools_refresh(t, a, root, 4343), 0, "a pid without numa_maps: nothing added");
         is_int((int)t->nodes[1].hp[TOPO_PAGE_2M].free, 500, "back to sysfs' 500");
 
         free(cmd);
         cmd = xasprintf("echo many > '%s/sys/devices/system/node/node1/hugepages/"
                                     "hugepages-2048kB/free_hugepages'", root);
         ok(system(cmd) == 0, "corrupt free_hugepages");
-        is_int(hugepages_refresh_topo(t, a, root, 0), -EINVAL, "a corrupt pool file: -EINVAL");
+        is_int(pools_refresh(t, a, root, 0), -EINVAL, "a corrupt pool file: -EINVAL");
         alloc_free(a);
         topo_free(t);
         fixture_remove(root);

@@ -1,6 +1,7 @@
-/* daemon/qemuproc.c: thread names, real affinity on this process's own threads
- * (named like QEMU's), and the cgroup cpuset writes on fixture trees (v1 and
- * v2) under a sysfs root whose proc/PID/task links to the real /proc. */
+/* lib/qemuproc.c (thread names, /proc readers) and the hook path's applier
+ * daemon/affinity.c: real affinity on this process's own threads (named like
+ * QEMU's), and the cgroup cpuset writes on fixture trees (v1 and v2) under a
+ * sysfs root whose proc/PID/task links to the real /proc. No libvirt. */
 #include "config.h"
 
 #include <errno.h>
@@ -9,8 +10,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "../../daemon/daemon.h"
-#include "../../daemon/qemuproc.h"
+#include "../../daemon/affinity.h"
+#include "kvmtune/qemuproc.h"
 #include "kvmtune/hostfs.h"
 #include "kvmtune/util.h"
 #include "tap.h"
@@ -190,7 +191,7 @@ static void test_apply_v1(int a, int b) {
         int r, moved = -1;
 
         make_pins(&p, a, b);
-        r = qemuproc_apply(root, getpid(), &p, reason, &ticks, &moved);
+        r = affinity_apply(root, getpid(), &p, reason, &ticks, &moved);
         is_int(r, 0, "apply (cgroup v1 fixture, real threads): %s", reason);
         ok(moved > 0, "threads were moved (%d)", moved);
         is_int(ticks, 0, "the idle vCPU threads have used no CPU time");
@@ -207,13 +208,13 @@ static void test_apply_v1(int a, int b) {
         check_file(root, dir, "emulator/cpuset.mems", "0");
         check_file(root, dir, "vcpu1/cpuset.mems", "0");
         check_file(root, dir, "cpuset.mems", "0");
-        is_int(qemuproc_apply(root, getpid(), &p, reason, NULL, &moved), 0, "apply again: %s", reason);
+        is_int(affinity_apply(root, getpid(), &p, reason, NULL, &moved), 0, "apply again: %s", reason);
         is_int(moved, 0, "applied again: every thread was already on its final CPUs");
         {
                 hwloc_bitmap_t hb = hwloc_bitmap_alloc();
 
                 hwloc_bitmap_only(hb, b);
-                is_int(qemuproc_pin_helpers(root, getpid(), hb), 0, "pin helpers onto CPU %d", b);
+                is_int(affinity_pin_helpers(root, getpid(), hb), 0, "pin helpers onto CPU %d", b);
                 is_int(affinity_of(tids[3]), b, "the helper thread (mon_iothread) is on CPU %d", b);
                 is_int(affinity_of(getpid()), a, "the main thread is left to libvirt (CPU %d)", a);
                 is_int(affinity_of(tids[1]), a, "vCPU 1 is not a helper (CPU %d)", a);
@@ -233,11 +234,11 @@ static void test_apply_v2(int a, int b) {
         struct pinset p;
 
         make_pins(&p, a, b);
-        is_int(qemuproc_apply(root, getpid(), &p, reason, NULL, NULL), 0, "apply (cgroup v2 fixture): %s", reason);
+        is_int(affinity_apply(root, getpid(), &p, reason, NULL, NULL), 0, "apply (cgroup v2 fixture): %s", reason);
         check_file(root, dir, "vcpu0/cpuset.cpus", sb);
         check_file(root, dir, "cpuset.cpus", "");
         is_int(affinity_of(tids[0]), b, "vCPU 0 thread on CPU %d", b);
-        is_int(qemuproc_apply(bare, getpid(), &p, reason, NULL, NULL), 0,
+        is_int(affinity_apply(bare, getpid(), &p, reason, NULL, NULL), 0,
                "v2 without the cpuset controller: affinity only: %s", reason);
         is_int(affinity_of(tids[2]), b, "iothread 1 on CPU %d", b);
         free_pins(&p);
@@ -251,9 +252,9 @@ static void test_errors(int a) {
         hwloc_bitmap_t empty = hwloc_bitmap_alloc(), m = NULL;
 
         make_pins(&p, a, a);
-        is_int(qemuproc_apply(NULL, 999999999, &p, reason, NULL, NULL), -ESRCH, "a pid that does not exist: -ESRCH");
+        is_int(affinity_apply(NULL, 999999999, &p, reason, NULL, NULL), -ESRCH, "a pid that does not exist: -ESRCH");
         ok(strstr(reason, "999999999") != NULL, "reason names the pid: %s", reason);
-        is_int(qemuproc_set_affinity(getpid(), empty), -EINVAL, "empty cpuset refused");
+        is_int(affinity_set(getpid(), empty), -EINVAL, "empty cpuset refused");
         is_int(qemuproc_read_affinity(NULL, getpid(), 999999999, &m), -ENOENT, "status of a missing thread: -ENOENT");
         hwloc_bitmap_free(empty);
         free_pins(&p);

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 
+#include "kvmtune/proto.h"
 #include "kvmtune/render.h"
 #include "kvmtune/util.h"
 #include "kvmtune/workload.h"
@@ -11,9 +12,7 @@
 #define SKYLAKE "2s-xeon-platinum8168-skylake-smt.xml"   /* node 0: 0-23,48-71; siblings i/i+48 */
 #define ROME "2s-epyc-7402-rome-nps4-smt-3coreccx-gpu-ib.xml"
 
-static inline void json_putp(struct json_object **o) { json_object_put(*o); }
 static inline void workload_freep(struct workload **w) { workload_free(*w); }
-#define _cleanup_json_ _cleanup_(json_putp)
 
 static char *workload_file(const char *name) {
         _cleanup_free_ char *rel = xasprintf("workloads/%s", name);

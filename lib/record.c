@@ -5,7 +5,8 @@
  *   <placement cpu="dedicated" vcpus="0:4 1:6" idle="5" emulator="2"
  *              iothreads="1:2" nodes="0" mode="strict" node_mem="0:65536"
  *              memory_kib="65536" page="none"
- *              policy="cpu=dedicated threads=prefer emulator=isolate iothreads=shared numa=strict hugepages=none"/>
+ *              policy="cpu=dedicated threads=prefer emulator=isolate iothreads=shared
+ *                      numa=strict hugepages=none placement=best-effort"/>
  *
  * The same record goes into the persistent definition with the pins (see
  * apply_persist): libvirt then applies them itself when it creates the
@@ -14,7 +15,8 @@
  *
  * vcpus lists each vCPU's cpuset (one PU when dedicated); emulator and each
  * iothread are a PU list (dedicated), "shared" or "vcpus". CPU and node numbers
- * are the host's (os indexes). */
+ * are the host's (os indexes). Records written before the placement key was
+ * recorded name no placement= (it reads as best-effort), older ones no policy. */
 #include "config.h"
 
 #include <errno.h>
@@ -23,31 +25,10 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
-#include "daemon.h"
-#include "kvmtune/domxml.h"
-#include "kvmtune/log.h"
+#include "kvmtune/record.h"
 #include "kvmtune/util.h"
 
-struct strbuf {
-        char *s;
-        size_t len;
-};
-
-static _printf_(2, 3) void sb_add(struct strbuf *b, const char *fmt, ...) {
-        va_list ap;
-        char *piece;
-        size_t n;
-
-        va_start(ap, fmt);
-        if (vasprintf(&piece, fmt, ap) < 0)
-                abort();
-        va_end(ap);
-        n = strlen(piece);
-        b->s = xrealloc(b->s, b->len + n + 1);
-        memcpy(b->s + b->len, piece, n + 1);
-        b->len += n;
-        free(piece);
-}
+#define sb_add strbuf_add
 
 static void sb_bitmap(struct strbuf *b, hwloc_const_bitmap_t m) {
         char *s = NULL;
@@ -71,16 +52,15 @@ static void sb_place(struct strbuf *b, const struct topo *t, const struct place_
                 sb_add(b, "%s", s->kind == PLACE_VCPUS ? "vcpus" : "shared");
 }
 
-static void record_dedicated(struct strbuf *b, const struct topo *t, const struct domain *dm) {
-        const struct plan *p = &dm->plan;
-
+static void record_dedicated(struct strbuf *b, const struct topo *t, const struct plan *p,
+                             const struct pinset *pins) {
         sb_add(b, " idle=\"");
         sb_pus(b, t, p->idle_pus, p->nidle);
         sb_add(b, "\" emulator=\"");
         sb_place(b, t, &p->emulator);
         sb_add(b, "\" iothreads=\"");
-        for (int i = 0; i < p->niothread && i < dm->niothread; i++) {
-                sb_add(b, "%s%d:", i ? " " : "", dm->iothread_ids[i]);
+        for (int i = 0; i < p->niothread && i < pins->niothread; i++) {
+                sb_add(b, "%s%d:", i ? " " : "", pins->iothread_id[i]);
                 sb_place(b, t, &p->iothreads[i]);
         }
         sb_add(b, "\" nodes=\"");
@@ -94,36 +74,21 @@ static void record_dedicated(struct strbuf *b, const struct topo *t, const struc
                policy_numa_to_string(p->numa), p->memory_kib, policy_page_to_string(p->page));
 }
 
-char *record_policy(const struct policy *p) {
-        return xasprintf("cpu=%s threads=%s emulator=%s iothreads=%s numa=%s hugepages=%s",
-                         policy_cpu_to_string(p->cpu), policy_threads_to_string(p->threads),
-                         policy_emulator_to_string(p->emulator), policy_iothreads_to_string(p->iothreads),
-                         policy_numa_to_string(p->numa), policy_page_to_string(p->page));
-}
-
-char *record_format(const struct topo *t, const struct domain *dm) {
-        _cleanup_free_ char *policy = record_policy(&dm->policy);
+char *record_format(const struct topo *t, const struct plan *dedicated, const struct pinset *pins,
+                    const struct policy *policy) {
+        _cleanup_free_ char *text = policy_format_line(policy);
         struct strbuf b = {};
 
-        sb_add(&b, "<placement cpu=\"%s\" vcpus=\"", dm->placed && dm->plan.dedicated ? "dedicated" : "shared");
-        for (int i = 0; i < dm->pins.nvcpu; i++) {
+        sb_add(&b, "<placement cpu=\"%s\" vcpus=\"", dedicated ? "dedicated" : "shared");
+        for (int i = 0; i < pins->nvcpu; i++) {
                 sb_add(&b, "%s%d:", i ? " " : "", i);
-                sb_bitmap(&b, dm->pins.vcpu[i]);
+                sb_bitmap(&b, pins->vcpu[i]);
         }
         sb_add(&b, "\"");
-        if (dm->placed && dm->plan.dedicated)
-                record_dedicated(&b, t, dm);
-        sb_add(&b, " policy=\"%s\"/>", policy);
+        if (dedicated)
+                record_dedicated(&b, t, dedicated, pins);
+        sb_add(&b, " policy=\"%s\"/>", text);
         return b.s;
-}
-
-int record_store(struct daemon *d, virDomainPtr dom, const struct domain *dm, unsigned flags) {
-        _cleanup_free_ char *xml = record_format(d->topo, dm);
-
-        if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, xml, PLACEMENT_RECORD_KEY,
-                                 DOMXML_PLACEMENT_NS, flags) < 0)
-                return -EIO;
-        return 0;
 }
 
 /* ---- parsing ------------------------------------------------------------------ */
@@ -136,7 +101,7 @@ static char *rec_attr(xmlNode *n, const char *name) {
         return r;
 }
 
-/* "2,4-5" -> PU indexes; every CPU must exist on this host. */
+/* "2,4-5" -> PU indexes; every CPU must exist on this host (else -ENXIO). */
 static int rec_pus(const struct topo *t, const char *list, int **ret, int *ret_n) {
         hwloc_bitmap_t m = hwloc_bitmap_alloc();
         int n = 0, *pus, cpu, r = 0;
@@ -149,7 +114,7 @@ static int rec_pus(const struct topo *t, const char *list, int **ret, int *ret_n
         hwloc_bitmap_foreach_begin(cpu, m) {
                 int pu = topo_pu_by_os(t, cpu);
                 if (pu < 0)
-                        r = -EINVAL;
+                        r = -ENXIO;
                 pus[n++] = pu;
         } hwloc_bitmap_foreach_end();
         hwloc_bitmap_free(m);
@@ -174,6 +139,17 @@ static int rec_place(const struct topo *t, const char *v, struct place_set *ret)
         return rec_pus(t, v, &ret->pus, &ret->npu);
 }
 
+/* A node by its os index: -EINVAL when not a number, -ENXIO when this host
+ * has no such node. */
+static int rec_node(const struct topo *t, const char *s) {
+        int os, node;
+
+        if (safe_atoi(s, 0, INT32_MAX, &os) < 0)
+                return -EINVAL;
+        node = topo_node_by_os(t, (unsigned)os);
+        return node < 0 ? -ENXIO : node;
+}
+
 /* "0:0-1 1:3" -> one bitmap per entry, in order. */
 static int rec_vcpus(const char *v, struct pinset *ret) {
         _cleanup_free_ char *copy = xstrdup(v);
@@ -182,8 +158,12 @@ static int rec_vcpus(const char *v, struct pinset *ret) {
         for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
                 char *colon = strchr(tok, ':');
                 hwloc_bitmap_t m;
+                int n;
 
-                if (!colon || atoi(tok) != ret->nvcpu)
+                if (!colon)
+                        return -EINVAL;
+                *colon = '\0';
+                if (safe_atoi(tok, 0, ret->nvcpu, &n) < 0 || n != ret->nvcpu)
                         return -EINVAL;
                 m = hwloc_bitmap_alloc();
                 if (hwloc_bitmap_list_sscanf(m, colon + 1) < 0) {
@@ -202,13 +182,15 @@ static int rec_iothreads(const struct topo *t, const char *v, struct plan *p) {
 
         for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
                 char *colon = strchr(tok, ':');
+                int r;
 
                 if (!colon)
                         return -EINVAL;
                 p->iothreads = xrealloc(p->iothreads, (p->niothread + 1) * sizeof *p->iothreads);
-                if (rec_place(t, colon + 1, &p->iothreads[p->niothread]) < 0)
-                        return -EINVAL;
+                r = rec_place(t, colon + 1, &p->iothreads[p->niothread]);
                 p->niothread++;
+                if (r < 0)
+                        return r;
         }
         return 0;
 }
@@ -218,9 +200,11 @@ static int rec_nodes(const struct topo *t, const char *v, struct plan *p) {
         char *save = NULL;
 
         for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                int node = topo_node_by_os(t, (unsigned)atoi(tok));
+                int node = rec_node(t, tok);
 
-                if (node < 0 || p->nnode >= (int)ELEMENTSOF(p->nodes))
+                if (node < 0)
+                        return node;
+                if (p->nnode >= (int)ELEMENTSOF(p->nodes))
                         return -EINVAL;
                 p->nodes[p->nnode++] = node;
         }
@@ -234,11 +218,16 @@ static int rec_node_mem(const struct topo *t, const char *v, struct plan *p) {
         p->node_mem_kib = xcalloc(t->nnode, sizeof *p->node_mem_kib);
         for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
                 char *colon = strchr(tok, ':');
-                int node = topo_node_by_os(t, (unsigned)atoi(tok));
+                int node;
 
-                if (!colon || node < 0)
+                if (!colon)
                         return -EINVAL;
-                p->node_mem_kib[node] = strtoull(colon + 1, NULL, 10);
+                *colon = '\0';
+                node = rec_node(t, tok);
+                if (node < 0)
+                        return node;
+                if (safe_atou64(colon + 1, &p->node_mem_kib[node]) < 0)
+                        return -EINVAL;
         }
         return 0;
 }
@@ -273,6 +262,21 @@ static int rec_read_attrs(const char *xml, struct rec_attrs *a) {
         return a->cpu && a->vcpus ? 0 : -EINVAL;
 }
 
+/* The PU lists and nodes of a dedicated record: the first error wins. */
+static int rec_plan_sets(const struct topo *t, const struct rec_attrs *a, struct plan *p) {
+        int r = a->idle && *a->idle ? rec_pus(t, a->idle, &p->idle_pus, &p->nidle) : 0;
+
+        if (r >= 0)
+                r = rec_place(t, a->emulator, &p->emulator);
+        if (r >= 0)
+                r = rec_iothreads(t, a->iothreads, p);
+        if (r >= 0)
+                r = rec_nodes(t, a->nodes, p);
+        if (r >= 0)
+                r = rec_node_mem(t, a->node_mem ? a->node_mem : "", p);
+        return r;
+}
+
 static int rec_plan(const struct topo *t, const struct rec_attrs *a, const struct pinset *pins,
                     struct plan *p) {
         int numa, page;
@@ -283,8 +287,9 @@ static int rec_plan(const struct topo *t, const struct rec_attrs *a, const struc
         page = policy_page_from_string(a->page);
         if (numa < 0 || page < 0)
                 return -EINVAL;
-        *p = (struct plan){ .dedicated = true, .numa = numa, .page = page,
-                            .memory_kib = a->memory ? strtoull(a->memory, NULL, 10) : 0 };
+        *p = (struct plan){ .dedicated = true, .numa = numa, .page = page };
+        if (a->memory && safe_atou64(a->memory, &p->memory_kib) < 0)
+                return -EINVAL;
         p->nvcpu = pins->nvcpu;
         p->vcpu_pu = xcalloc(pins->nvcpu + 1, sizeof *p->vcpu_pu);
         for (int i = 0; i < pins->nvcpu; i++) {
@@ -292,60 +297,53 @@ static int rec_plan(const struct topo *t, const struct rec_attrs *a, const struc
                         return -EINVAL;
                 p->vcpu_pu[i] = topo_pu_by_os(t, hwloc_bitmap_first(pins->vcpu[i]));
                 if (p->vcpu_pu[i] < 0)
-                        return -EINVAL;
+                        return -ENXIO;
         }
-        if ((a->idle && *a->idle && rec_pus(t, a->idle, &p->idle_pus, &p->nidle) < 0) ||
-            rec_place(t, a->emulator, &p->emulator) < 0 || rec_iothreads(t, a->iothreads, p) < 0 ||
-            rec_nodes(t, a->nodes, p) < 0 || rec_node_mem(t, a->node_mem ? a->node_mem : "", p) < 0)
-                return -EINVAL;
+        return rec_plan_sets(t, a, p);
+}
+
+/* A policy this daemon cannot read (a newer key, a typo) matches nothing. */
+static int rec_policy(const struct rec_attrs *a, struct record *r) {
+        r->has_policy = a->policy != NULL;
+        r->policy_readable = a->policy && policy_parse_line(a->policy, &r->policy) == 0;
         return 0;
 }
 
-int record_parse(const struct topo *t, const char *xml, bool *ret_dedicated,
-                 struct plan *ret_plan, struct pinset *ret_pins) {
+int record_parse(const struct topo *t, const char *xml, struct record *ret) {
         struct rec_attrs a = {};
-        struct pinset pins = {};
-        struct plan p = {};
-        bool dedicated;
+        struct record rec = {};
         int r;
 
+        if (!xml)
+                return -EINVAL;
         r = rec_read_attrs(xml, &a);
         if (r >= 0)
-                r = rec_vcpus(a.vcpus, &pins);
-        dedicated = r >= 0 && streq(a.cpu, "dedicated");
-        if (r >= 0 && dedicated)
-                r = rec_plan(t, &a, &pins, &p);
+                r = rec_vcpus(a.vcpus, &rec.vcpus);
+        if (r >= 0)
+                r = rec_policy(&a, &rec);
+        rec.dedicated = r >= 0 && streq(a.cpu, "dedicated");
+        if (r >= 0 && rec.dedicated)
+                r = rec_plan(t, &a, &rec.vcpus, &rec.plan);
+        if (r == -ENXIO) {              /* written on another host: ours, but not here */
+                plan_done(&rec.plan);
+                rec.foreign = true;
+                r = 0;
+        }
         rec_attrs_done(&a);
         if (r < 0) {
-                plan_done(&p);
-                pinset_done(&pins);
+                record_done(&rec);
                 return r;
         }
-        *ret_dedicated = dedicated;
-        *ret_plan = p;
-        *ret_pins = pins;
+        *ret = rec;
         return 0;
 }
 
-bool record_is_dedicated(const char *xml) {
-        struct rec_attrs a = {};
-        bool dedicated;
-
-        if (!xml || rec_read_attrs(xml, &a) < 0)
-                return false;
-        dedicated = streq(a.cpu, "dedicated");
-        rec_attrs_done(&a);
-        return dedicated;
+void record_done(struct record *r) {
+        plan_done(&r->plan);
+        pinset_done(&r->vcpus);
+        *r = (struct record){};
 }
 
-bool record_policy_matches(const char *xml, const struct policy *p) {
-        struct rec_attrs a = {};
-        _cleanup_free_ char *want = record_policy(p);
-        bool match;
-
-        if (rec_read_attrs(xml, &a) < 0)
-                return false;
-        match = !a.policy || streq(a.policy, want);     /* older records have none */
-        rec_attrs_done(&a);
-        return match;
+bool record_policy_matches(const struct record *r, const struct policy *p) {
+        return !r->has_policy || (r->policy_readable && policy_equal(&r->policy, p));
 }
