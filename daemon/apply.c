@@ -219,8 +219,6 @@ int apply_persist(struct daemon *d, virDomainPtr dom, const struct domain *dm, c
         char reason[PLACEMENT_REASON_MAX] = "";
         int r;
 
-        if (virDomainIsPersistent(dom) != 1)
-                return 0;
         /* Several calls, not one atomic change: the record goes first, so a
          * start that catches the definition half written sees our record with
          * pins that do not match it yet and is placed anew, never vCPU pins of
@@ -261,8 +259,6 @@ int apply_unpersist(struct daemon *d, virDomainPtr dom, const struct domain *dm)
         struct pinset p;
         int r;
 
-        if (virDomainIsPersistent(dom) != 1)
-                return 0;
         rec = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, DOMXML_PLACEMENT_NS, VIR_DOMAIN_AFFECT_CONFIG);
         if (!rec)
                 return 0;

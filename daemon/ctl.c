@@ -77,13 +77,9 @@ static void conn_free(struct ctl_conn *c) {
 }
 
 static uint64_t server_now(const struct ctl_server *s) {
-        struct timespec ts;
         uint64_t now;
 
-        if (sd_event_now(s->event, CLOCK_MONOTONIC, &now) >= 0)
-                return now;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+        return sd_event_now(s->event, CLOCK_MONOTONIC, &now) >= 0 ? now : now_usec();
 }
 
 static void conn_touch(struct ctl_conn *c) {

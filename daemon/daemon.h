@@ -122,7 +122,6 @@ void evloop_flush(void);
 /* watch.c */
 int watch_start(struct daemon *d);      /* connects, or schedules a reconnect */
 void watch_stop(struct daemon *d);
-int watch_resync(struct daemon *d);     /* rescans all running domains */
 
 /* domains.c */
 const char *domain_state_to_string(enum domain_state s);
@@ -193,7 +192,8 @@ int apply_record(virDomainPtr dom, const char *record, unsigned flags);
 /* The persistent definition (config.persist_placement): apply_persist writes
  * the record, the pins and <numatune> there, so libvirt applies them before
  * the vCPUs first run on the next start; apply_unpersist takes them out again
- * when the definition holds our record. 0 or -EIO (logged). */
+ * when the definition holds our record. The caller knows dom is persistent.
+ * 0 or -EIO (logged). */
 int apply_persist(struct daemon *d, virDomainPtr dom, const struct domain *dm, const char *record,
                   const struct pinset *p);
 int apply_unpersist(struct daemon *d, virDomainPtr dom, const struct domain *dm);

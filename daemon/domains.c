@@ -215,6 +215,7 @@ static void domain_decide(struct daemon *d, struct domain *dm, const struct fact
         dm->policy_known = true;
         df.policy = dm->policy;
         decide_domain(d->topo, d->alloc, &df, ret);
+        dlog(dm, LOG_DEBUG, "decided: %s", decide_action_to_string(ret->action));
 }
 
 static void domain_request(struct daemon *d, const struct domain *dm, const struct domxml *x,
@@ -340,6 +341,10 @@ static void domain_fail(struct daemon *d, struct domain *dm, const char *reason)
                      dm->name);
 }
 
+static bool domain_dedicated(const struct domain *dm) {
+        return dm->state == DOMAIN_TUNED && dm->placed && dm->plan.dedicated;
+}
+
 static char *domain_format_record(struct daemon *d, const struct domain *dm) {
         return record_format(d->topo, dm->placed && dm->plan.dedicated ? &dm->plan : NULL, &dm->pins,
                              &dm->policy);
@@ -349,28 +354,33 @@ static char *domain_format_record(struct daemon *d, const struct domain *dm) {
  * (libvirt pins the next start before its vCPUs run), anything else takes our
  * old pins out of it. */
 static void domain_persist(struct daemon *d, virDomainPtr dom, struct domain *dm) {
+        char *rec;
+
         if (!d->conf->persist_placement)
                 return;
-        if (dm->state == DOMAIN_TUNED && dm->placed && dm->plan.dedicated) {
-                /* The record names the dedicated PUs, not the shared pool: a pool
-                 * change alone does not rewrite the definition. */
-                char *rec = domain_format_record(d, dm);
-
-                if (dm->persisted_record && streq(dm->persisted_record, rec)) {
-                        free(rec);
-                        return;
+        if (!domain_dedicated(dm)) {
+                if (dm->persisted && (virDomainIsPersistent(dom) != 1 || apply_unpersist(d, dom, dm) == 0)) {
+                        dm->persisted = false;
+                        free(dm->persisted_record);
+                        dm->persisted_record = NULL;
                 }
-                /* Even a failure may have left part of it (the record goes first):
-                 * persisted. Not retried until the placement changes. */
-                apply_persist(d, dom, dm, rec, &dm->pins);
-                dm->persisted = true;
-                free(dm->persisted_record);
-                dm->persisted_record = rec;
-        } else if (dm->persisted && apply_unpersist(d, dom, dm) == 0) {
-                dm->persisted = false;
-                free(dm->persisted_record);
-                dm->persisted_record = NULL;
+                return;
         }
+        /* The record names the dedicated PUs, not the shared pool: a pool
+         * change alone does not rewrite the definition. */
+        rec = domain_format_record(d, dm);
+        if (dm->persisted_record && streq(dm->persisted_record, rec)) {
+                free(rec);
+                return;
+        }
+        /* Even a failure may have left part of it (the record goes first):
+         * persisted. Not retried until the placement changes; a transient
+         * domain, without a definition to write, is remembered the same way. */
+        if (virDomainIsPersistent(dom) == 1)
+                apply_persist(d, dom, dm, rec, &dm->pins);
+        dm->persisted = true;
+        free(dm->persisted_record);
+        dm->persisted_record = rec;
 }
 
 static int domain_apply(struct daemon *d, virDomainPtr dom, struct domain *dm) {

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "hugepages.h"
+#include "hugepages-priv.h"
 #include "kvmtune/hostfs.h"
 #include "kvmtune/hugepages.h"
 #include "kvmtune/log.h"
@@ -70,7 +71,10 @@ static void reserve_free_paths(char *paths[TOPO_PAGE_SIZES]) {
                 free(paths[size]);
 }
 
-void hugepages_read_mounts(const char *root, char *ret_paths[TOPO_PAGE_SIZES]) {
+/* The hugetlbfs mount point of each size under root (/proc/mounts; a mount
+ * without pagesize= has the Hugepagesize of /proc/meminfo), NULL where there
+ * is none. Caller frees each. */
+static void hugepages_read_mounts(const char *root, char *ret_paths[TOPO_PAGE_SIZES]) {
         _cleanup_free_ char *mounts = NULL;
         uint64_t default_kib;
 
@@ -81,7 +85,9 @@ void hugepages_read_mounts(const char *root, char *ret_paths[TOPO_PAGE_SIZES]) {
         hugepages_find_mounts(mounts, default_kib, ret_paths);
 }
 
-char *hugepages_mount_command(int size, char *const paths[TOPO_PAGE_SIZES]) {
+/* "mkdir -p DIR && mount -t hugetlbfs -o pagesize=SIZE hugetlbfs DIR" for the
+ * mount point hugepages_mount_point() picks. Caller frees. */
+static char *hugepages_mount_command(int size, char *const paths[TOPO_PAGE_SIZES]) {
         const char *name = hugepages_size_name(size);
         const char *dir = hugepages_mount_point(size, paths);
 

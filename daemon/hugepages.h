@@ -16,11 +16,6 @@
  * node does not exist, sysfs cannot be read or written, or a mount fails. */
 int hugepages_reserve_main(const struct conf *c, const struct topo *t, const char *sysfs_root);
 
-/* The same over any pool ops (tests put a fake kernel here); host->root is
- * still where osrelease, mounts and meminfo are read. */
-int hugepages_reserve_run(const struct conf *c, const struct topo *t,
-                          const struct hugepages_host *host);
-
 /* The pieces of the boot-time run that "kvmtunectl hugepages reserve" (the
  * kvmtune.v1.HugepagesReserve method) shares, all reading under root (NULL or
  * "/": the host). */
@@ -33,14 +28,6 @@ int hugepages_reserve_run(const struct conf *c, const struct topo *t,
 char *hugepages_reserve_cmdline(const struct hugepages_result *res, int n, const char *root,
                                 char **ret_note);
 
-/* The hugetlbfs mount point of each size under root (/proc/mounts; a mount
- * without pagesize= has the Hugepagesize of /proc/meminfo), NULL where there
- * is none. Caller frees each. */
-void hugepages_read_mounts(const char *root, char *ret_paths[TOPO_PAGE_SIZES]);
-
-/* "mkdir -p DIR && mount -t hugetlbfs -o pagesize=SIZE hugetlbfs DIR" for the
- * mount point hugepages_mount_point() picks. Caller frees. */
-char *hugepages_mount_command(int size, char *const paths[TOPO_PAGE_SIZES]);
 
 /* When res left pages of its size reserved (no error, target above 0) and no
  * hugetlbfs mount under root has that page size: the warning that libvirt

@@ -615,35 +615,25 @@ static int methods_verify(void *userdata, struct json_object *params,
 
 static inline void methods_domainp(virDomainPtr *dom) { if (*dom) virDomainFree(*dom); }
 
-static char *methods_libvirt_error(void) {
-        virErrorPtr e = virGetLastError();
-
-        return xstrdup(e && e->message ? e->message : "unknown error");
-}
-
 /* The persistent definition of a domain, as a malloc'd string. */
 static int methods_advise_xml(virDomainPtr dom, const char *name, char **ret, char **ret_error) {
-        _cleanup_free_ char *e = NULL;
-
         *ret = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE | VIR_DOMAIN_XML_SECURE);
         if (*ret)
                 return 0;
-        e = methods_libvirt_error();
-        *ret_error = xasprintf("cannot read the definition of '%s': %s", name, e);
+        *ret_error = xasprintf("cannot read the definition of '%s': %s", name, daemon_libvirt_error());
         return -EIO;
 }
 
 static int methods_advise_define(struct daemon *d, const char *name, const char *xml, char **ret_error) {
         virDomainPtr dom = virDomainDefineXML(d->conn, xml);
-        _cleanup_free_ char *e = NULL;
 
         if (dom) {
                 virDomainFree(dom);
                 log_info("Advise: applied safe tuning to the definition of %s", name);
                 return 0;
         }
-        e = methods_libvirt_error();
-        *ret_error = xasprintf("libvirt refused the tuned definition of '%s': %s", name, e);
+        *ret_error = xasprintf("libvirt refused the tuned definition of '%s': %s", name,
+                               daemon_libvirt_error());
         return -EIO;
 }
 
@@ -753,8 +743,7 @@ static int methods_advise_all(struct daemon *d, struct json_object **ret_result,
                 return r;
         n = virConnectListAllDomains(d->conn, &doms, VIR_CONNECT_LIST_DOMAINS_PERSISTENT);
         if (n < 0) {
-                _cleanup_free_ char *e = methods_libvirt_error();
-                *ret_error = xasprintf("cannot list the domains: %s", e);
+                *ret_error = xasprintf("cannot list the domains: %s", daemon_libvirt_error());
                 return -EIO;
         }
         *ret_result = json_object_new_object();

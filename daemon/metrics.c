@@ -11,6 +11,7 @@
 #include "kvmtune/hugepages.h"
 #include "kvmtune/util.h"
 #include "metrics.h"
+#include "metrics-priv.h"
 
 const double metrics_buckets[METRICS_NBUCKET] = {
         0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,

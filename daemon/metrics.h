@@ -41,9 +41,6 @@ struct metrics {
         uint64_t hook_usec;
 };
 
-/* Adds one observation; negative or NaN seconds count as 0. */
-void metrics_histogram_observe(struct metrics_histogram *h, double seconds);
-
 /* watch.c: a started event for uuid arrived now / was handled. */
 void metrics_event_begin(struct metrics *m, const char *uuid);
 void metrics_event_end(struct metrics *m);
@@ -96,9 +93,6 @@ struct metrics_input {
 
 /* The exposition text (caller frees). Label values are escaped. */
 char *metrics_format(const struct metrics_input *in);
-/* value escaped as a Prometheus label value (\\, \", newline). Caller frees. */
-char *metrics_escape_label(const char *value);
-
 struct daemon;
 /* metrics-render.c: the daemon's metrics now (caller frees). Re-reads the
  * hugepage pools; on a read error the last known counts are shown. */

@@ -18,6 +18,7 @@
 #define RECONNECT_MAX_USEC (30ULL * 1000000ULL)
 
 static void watch_schedule_reconnect(struct daemon *d);
+static int watch_resync(struct daemon *d);
 
 /* libvirt prints every error to stderr by default; we log what matters ourselves. */
 static void watch_on_libvirt_error(void *userdata, virErrorPtr e) {
@@ -234,7 +235,7 @@ static void watch_drop_unseen(struct daemon *d) {
 
 /* Two passes: domains with a placement record or hand pins first, so the
  * PUs they already hold are taken before anything new is placed. */
-int watch_resync(struct daemon *d) {
+static int watch_resync(struct daemon *d) {
         virDomainPtr *doms = NULL;
         int n;
 

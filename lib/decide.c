@@ -169,22 +169,21 @@ void decision_done(struct decision *d) {
 
 /* ---- holding hand pins ------------------------------------------------------------ */
 
-void decide_hold_cpus(struct alloc *a, const struct topo *t, hwloc_const_bitmap_t cpus, int id) {
+/* Every PU of cpus that 'from' owns goes to 'to'. */
+static void pus_hand_over(struct alloc *a, const struct topo *t, hwloc_const_bitmap_t cpus, int from, int to) {
         int cpu;
 
         hwloc_bitmap_foreach_begin(cpu, cpus) {
                 int pu = topo_pu_by_os(t, cpu);
-                if (pu >= 0 && a->pu_owner[pu] == ALLOC_FREE)
-                        a->pu_owner[pu] = id;
+                if (pu >= 0 && a->pu_owner[pu] == from)
+                        a->pu_owner[pu] = to;
         } hwloc_bitmap_foreach_end();
 }
 
-void decide_release_cpus(struct alloc *a, const struct topo *t, hwloc_const_bitmap_t cpus, int id) {
-        int cpu;
+void decide_hold_cpus(struct alloc *a, const struct topo *t, hwloc_const_bitmap_t cpus, int id) {
+        pus_hand_over(a, t, cpus, ALLOC_FREE, id);
+}
 
-        hwloc_bitmap_foreach_begin(cpu, cpus) {
-                int pu = topo_pu_by_os(t, cpu);
-                if (pu >= 0 && a->pu_owner[pu] == id)
-                        a->pu_owner[pu] = ALLOC_FREE;
-        } hwloc_bitmap_foreach_end();
+void decide_release_cpus(struct alloc *a, const struct topo *t, hwloc_const_bitmap_t cpus, int id) {
+        pus_hand_over(a, t, cpus, id, ALLOC_FREE);
 }

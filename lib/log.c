@@ -19,10 +19,6 @@ void log_setup(enum log_target target, int max_level) {
         log_max_level = max_level;
 }
 
-int log_get_max_level(void) {
-        return log_max_level;
-}
-
 static void log_journal(int level, const char *domain, const char *uuid, int err, const char *msg) {
         char *f[6];
         struct iovec iov[6];

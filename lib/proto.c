@@ -257,10 +257,7 @@ int proto_connect(const char *path) {
 }
 
 static int64_t now_ms(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        return (int64_t)(now_usec() / 1000);
 }
 
 /* Wait until fd is ready for events or the deadline (-1: none) passes. */

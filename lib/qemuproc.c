@@ -8,6 +8,7 @@
 #include "kvmtune/hostfs.h"
 #include "kvmtune/hugepages.h"
 #include "kvmtune/qemuproc.h"
+#include "qemuproc-priv.h"
 #include "kvmtune/util.h"
 
 static inline void closedirp(DIR **d) { if (*d) closedir(*d); }

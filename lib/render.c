@@ -29,12 +29,6 @@ char *render_bitmap_list(hwloc_const_bitmap_t b) {
         return s;
 }
 
-char *render_pus_list(const struct topo *t, const int *pus, int n) {
-        _cleanup_bitmap_ hwloc_bitmap_t b = topo_pus_to_bitmap(t, pus, n);
-
-        return render_bitmap_list(b);
-}
-
 /* os indexes in the given order, consecutive ascending runs as "a-b". */
 static char *ordered_list(const unsigned *os, int n) {
         size_t len = (size_t) n * 24 + 1;

@@ -8,7 +8,6 @@
 enum log_target { LOG_TARGET_AUTO, LOG_TARGET_STDERR, LOG_TARGET_JOURNAL };
 
 void log_setup(enum log_target target, int max_level);
-int log_get_max_level(void);
 
 /* domain may be NULL. Returns -abs(err) when err != 0, else 0, so callers can
  * "return log_error_errno(r, ...)" style. */

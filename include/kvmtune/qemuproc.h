@@ -36,9 +36,6 @@ struct qemuproc {
         struct qemuproc_thread *threads;
 };
 
-/* Kind of a thread by its name; *ret_id gets the vCPU number or iothread id. */
-enum qemuproc_kind qemuproc_classify(const char *comm, int *ret_id);
-
 /* Lists the threads of pid below root (NULL: the host). Returns the number of
  * threads, -ESRCH when the process is gone, or another negative errno. *ret is
  * owned by the caller (qemuproc_free). */
@@ -58,13 +55,6 @@ long qemuproc_vcpu_ticks(const char *root, const struct qemuproc *q);
  * bitmap. 0, -ENODATA (no such line), -EINVAL, or the read error. */
 int qemuproc_read_affinity(const char *root, pid_t pid, pid_t tid, hwloc_bitmap_t *ret);
 
-/* What the mappings of a /proc/PID/numa_maps text hold per node (indexed like
- * t->nodes; nodes t lacks are skipped): hugepages of 2M/1G by size into
- * ret_pages (may be NULL), base-page memory in KiB into ret_base_kib (may be
- * NULL), both added to. Returns the hugepages found. One line looks like
- * "7f..000 bind:0 file=/dev/hugepages/x huge dirty=32 N0=32 kernelpagesize_kB=2048". */
-uint64_t qemuproc_parse_numa_maps(const char *text, const struct topo *t,
-                                  uint64_t (*ret_pages)[TOPO_PAGE_SIZES], uint64_t *ret_base_kib);
 /* The same from /proc/PID/numa_maps below root. 0 or the read error. */
 int qemuproc_read_numa_maps(const char *root, pid_t pid, const struct topo *t,
                             uint64_t (*ret_pages)[TOPO_PAGE_SIZES], uint64_t *ret_base_kib);

@@ -19,8 +19,6 @@
 struct json_object *render_bitmap_json(hwloc_const_bitmap_t b);
 /* Compact list "0-3,8" ("" when empty). malloc'd, owned by the caller. */
 char *render_bitmap_list(hwloc_const_bitmap_t b);
-/* PU indexes of t to a compact list of os indexes. malloc'd. */
-char *render_pus_list(const struct topo *t, const int *pus, int n);
 
 /* {"cpu": ..., "threads": ..., "emulator": ..., "iothreads": ..., "numa": ...,
  *  "hugepages": ..., "source": ...}: every key, resolved. New reference. */

@@ -11,12 +11,12 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 
-#include "../../daemon/hugepages.h"
+#include "../../daemon/hugepages-priv.h"
 #include "kvmtune/hostfs.h"
 #include "kvmtune/hugepages.h"
 #include "kvmtune/placement.h"
 #include "kvmtune/pools.h"
-#include "kvmtune/qemuproc.h"
+#include "../../lib/qemuproc-priv.h"
 #include "kvmtune/util.h"
 #include "tap.h"
 #include "test-data.h"

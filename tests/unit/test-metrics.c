@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../daemon/metrics.h"
+#include "../daemon/metrics-priv.h"
 #include "kvmtune/util.h"
 #include "tap.h"
 

@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 
 #include "../../daemon/affinity.h"
-#include "kvmtune/qemuproc.h"
+#include "../../lib/qemuproc-priv.h"
 #include "kvmtune/hostfs.h"
 #include "kvmtune/util.h"
 #include "tap.h"
