@@ -16,8 +16,6 @@
 #include "kvmtune/record.h"
 #include "kvmtune/util.h"
 
-#define dlog(dm, level, ...) log_full((level), (dm)->name, (dm)->uuid, 0, __VA_ARGS__)
-
 static unsigned apply_affect(unsigned flags) {
         return (flags & APPLY_LIVE ? VIR_DOMAIN_AFFECT_LIVE : 0) |
                (flags & APPLY_CONFIG ? VIR_DOMAIN_AFFECT_CONFIG : 0);

@@ -1,6 +1,6 @@
 /* kvmtuned internals: the daemon state shared by the event loop bridge
  * (evloop.c), the libvirt watcher (watch.c), the domain table (domains.c), the
- * libvirt appliers (apply.c), the daemon state (daemon.c) and the control
+ * libvirt appliers (apply.c), the reload (reload.c) and the control
  * methods (methods.c). Single-threaded: everything runs from the sd-event loop.
  *
  * One domain's lifecycle reads top-down: watch.c turns a libvirt event into a
@@ -18,6 +18,7 @@
 #include <systemd/sd-event.h>
 
 #include "kvmtune/conf.h"
+#include "kvmtune/log.h"
 #include "kvmtune/domxml.h"
 #include "kvmtune/pinset.h"
 #include "kvmtune/placement.h"
@@ -26,6 +27,9 @@
 #include "metrics.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct domxml *, domxml_free)
+
+/* A message about one domain, with its DOMAIN= and DOMAIN_UUID= fields. */
+#define dlog(dm, level, ...) log_full((level), (dm)->name, (dm)->uuid, 0, __VA_ARGS__)
 
 /* The one way to say why libvirt failed: its last error's message. */
 static inline const char *daemon_libvirt_error(void) {
@@ -214,12 +218,12 @@ extern const int daemon_nmethods;
 int hook_method(void *userdata, struct json_object *params, struct json_object **ret_result,
                 char **ret_error);
 
-/* daemon.c */
+/* reload.c */
 /* SIGHUP and kvmtune.v1.Reload: swaps in a new config only if it is valid.
  * changed (may be NULL) is called with the name of each re-placed domain. */
-int daemon_reload(struct daemon *d, void (*changed)(const char *name, void *ud), void *ud,
+int reload_config(struct daemon *d, void (*changed)(const char *name, void *ud), void *ud,
                   char *err, size_t errlen);
 /* The reserved CPUs a config asks for (default: the first core). */
-int daemon_reserved(const struct daemon *d, const struct conf *c, hwloc_bitmap_t *ret);
+int reload_reserved(const struct daemon *d, const struct conf *c, hwloc_bitmap_t *ret);
 /* Replaces the allocations with empty ones reserving 'reserved' (taken over). */
-void daemon_rebuild_alloc(struct daemon *d, hwloc_bitmap_t reserved);
+void reload_rebuild_alloc(struct daemon *d, hwloc_bitmap_t reserved);

@@ -20,8 +20,6 @@
 #include "kvmtune/record.h"
 #include "kvmtune/util.h"
 
-#define dlog(dm, level, ...) log_full((level), (dm)->name, (dm)->uuid, 0, __VA_ARGS__)
-
 static const char *const state_names[_DOMAIN_STATE_MAX] = {
         [DOMAIN_TUNED] = "tuned", [DOMAIN_SHARED] = "shared", [DOMAIN_IGNORED] = "ignored",
         [DOMAIN_UNPLACED] = "unplaced", [DOMAIN_FAILED] = "failed",

@@ -111,11 +111,11 @@ static int load_host(struct daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "Cannot read the host topology%s%s", d->topology_path ? " from " : "",
                                        d->topology_path ? d->topology_path : "");
-        r = daemon_reserved(d, d->conf, &reserved);
+        r = reload_reserved(d, d->conf, &reserved);
         if (r < 0)
                 return log_error_errno(r, "Invalid reserved_cpus");
         log_info("Host: %s", d->topo->description);
-        daemon_rebuild_alloc(d, reserved);
+        reload_rebuild_alloc(d, reserved);
         return 0;
 }
 
@@ -136,7 +136,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 
         sd_event_now(d->event, CLOCK_MONOTONIC, &now);
         sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)now);
-        daemon_reload(d, NULL, NULL, err, sizeof err);
+        reload_config(d, NULL, NULL, err, sizeof err);
         sd_notify(0, "READY=1");
         domains_notify_status(d);
         return 0;

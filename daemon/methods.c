@@ -841,7 +841,7 @@ static int methods_reload(void *userdata, struct json_object *params,
         struct daemon *d = userdata;
         struct json_object *changed = json_object_new_array();
         char err[512] = "";
-        int r = daemon_reload(d, methods_add_changed, changed, err, sizeof err);
+        int r = reload_config(d, methods_add_changed, changed, err, sizeof err);
 
         if (r < 0) {
                 json_object_put(changed);

@@ -10,7 +10,7 @@
 #include "kvmtune/log.h"
 #include "kvmtune/util.h"
 
-int daemon_reserved(const struct daemon *d, const struct conf *c, hwloc_bitmap_t *ret) {
+int reload_reserved(const struct daemon *d, const struct conf *c, hwloc_bitmap_t *ret) {
         hwloc_bitmap_t m = NULL;
         int r = conf_reserved_cpus(c, &m);
 
@@ -22,7 +22,7 @@ int daemon_reserved(const struct daemon *d, const struct conf *c, hwloc_bitmap_t
 
 /* Logs what is really reserved (named CPUs widened to whole cores, those the
  * host lacks ignored) and warns about CPUs that are not there. */
-static void daemon_log_reserved(const struct daemon *d) {
+static void reload_log_reserved(const struct daemon *d) {
         hwloc_bitmap_t real = alloc_reserved_cpus(d->alloc, d->topo);
         hwloc_bitmap_t absent = placement_absent_cpus(d->topo, d->reserved);
         _cleanup_free_ char *list = NULL, *missing = NULL;
@@ -39,7 +39,7 @@ static void daemon_log_reserved(const struct daemon *d) {
         hwloc_bitmap_free(absent);
 }
 
-void daemon_rebuild_alloc(struct daemon *d, hwloc_bitmap_t reserved) {
+void reload_rebuild_alloc(struct daemon *d, hwloc_bitmap_t reserved) {
         domains_drop_holds(d);
         alloc_free(d->alloc);
         d->alloc = alloc_new(d->topo);
@@ -47,12 +47,12 @@ void daemon_rebuild_alloc(struct daemon *d, hwloc_bitmap_t reserved) {
                 hwloc_bitmap_free(d->reserved);
         d->reserved = reserved;
         alloc_reserve(d->alloc, d->topo, reserved);
-        daemon_log_reserved(d);
+        reload_log_reserved(d);
 }
 
 /* Parses the configuration into a new struct and swaps it in only when valid;
  * a change of reserved CPUs rebuilds the allocations and re-places everything. */
-int daemon_reload(struct daemon *d, void (*changed)(const char *name, void *ud), void *ud,
+int reload_config(struct daemon *d, void (*changed)(const char *name, void *ud), void *ud,
                   char *err, size_t errlen) {
         struct conf *c = NULL;
         hwloc_bitmap_t reserved = NULL;
@@ -61,7 +61,7 @@ int daemon_reload(struct daemon *d, void (*changed)(const char *name, void *ud),
         r = conf_load(d->config_path, streq(d->config_path, CONF_PATH_DEFAULT), &c, err, errlen);
         if (r < 0)
                 return log_error("Reload refused, keeping the running configuration: %s", err), r;
-        r = daemon_reserved(d, c, &reserved);
+        r = reload_reserved(d, c, &reserved);
         if (r < 0) {
                 snprintf(err, errlen, "%s: invalid [host] reserved_cpus", d->config_path);
                 conf_free(c);
@@ -83,7 +83,7 @@ int daemon_reload(struct daemon *d, void (*changed)(const char *name, void *ud),
         d->conf = c;
         if (!hwloc_bitmap_isequal(reserved, d->reserved)) {
                 log_info("Reserved CPUs changed, re-placing every domain");
-                daemon_rebuild_alloc(d, reserved);
+                reload_rebuild_alloc(d, reserved);
                 domains_rebalance(d, NULL);
         } else {
                 hwloc_bitmap_free(reserved);
