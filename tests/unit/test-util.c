@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "kvmtune/policy.h"
@@ -48,8 +49,72 @@ static void test_policy(void) {
         is_str(policy_placement_to_string(p.placement), "strict", "merge takes placement");
 }
 
+/* The one checked number parser: what atoi/strtoul would let through is refused. */
+static void test_numbers(void) {
+        uint64_t u = 7;
+        const char *end = NULL;
+        int i = 7;
+
+        ok(safe_atou64("512\n", &u) == 0 && u == 512, "u64: trailing newline allowed");
+        ok(safe_atou64("18446744073709551615", &u) == 0 && u == UINT64_MAX, "u64: the largest");
+        is_int(safe_atou64("18446744073709551616", &u), -ERANGE, "u64: overflow");
+        is_int(safe_atou64("-1", &u), -EINVAL, "u64: a sign");
+        is_int(safe_atou64(" 7", &u), -EINVAL, "u64: a leading blank");
+        is_int(safe_atou64("12x", &u), -EINVAL, "u64: trailing garbage");
+        is_int(safe_atou64("", &u), -EINVAL, "u64: empty");
+        is_int(safe_atou64(NULL, &u), -EINVAL, "u64: NULL");
+        ok(u == UINT64_MAX, "u64: untouched on failure");
+        ok(safe_atou64_prefix("64 kB", &u, &end) == 0 && u == 64 && streq(end, " kB"), "u64 prefix: stops at the unit");
+        ok(safe_atoi("-3", -5, 5, &i) == 0 && i == -3, "int: negative in range");
+        is_int(safe_atoi("6", -5, 5, &i), -ERANGE, "int: above max");
+        is_int(safe_atoi("-2147483649", INT32_MIN, INT32_MAX, &i), -ERANGE, "int: below INT_MIN");
+        ok(safe_atoi("-2147483648", INT32_MIN, INT32_MAX, &i) == 0 && i == INT32_MIN, "int: INT_MIN");
+        is_int(safe_atoi("4 ", 0, 9, &i), -EINVAL, "int: no trailing blank");
+        is_int(safe_atoi("+4", 0, 9, &i), -EINVAL, "int: no plus sign");
+        is_int(i, INT32_MIN, "int: untouched on failure");
+}
+
+static void test_strbuf(void) {
+        struct strbuf b = {};
+
+        strbuf_add(&b, "%s", "");
+        is_str(b.s, "", "strbuf: an empty piece");
+        strbuf_add(&b, "vcpus=\"%d:%s\"", 0, "1-2");
+        strbuf_add(&b, " %s", "x");
+        is_str(b.s, "vcpus=\"0:1-2\" x", "strbuf: pieces appended");
+        is_int((int)b.len, (int)strlen(b.s), "strbuf: length kept");
+        free(b.s);
+}
+
+static void test_policy_text(void) {
+        struct policy p, q;
+        char *s;
+
+        policy_init_default(&p);
+        policy_set(&p, "cpu", "dedicated");
+        policy_set(&p, "placement", "strict");
+        s = policy_format_line(&p);
+        is_str(s, "cpu=dedicated threads=prefer emulator=share iothreads=shared numa=preferred hugepages=none "
+               "placement=strict", "policy line: every key");
+        ok(policy_parse_line(s, &q) == 0 && policy_equal(&p, &q), "policy line: parses back to an equal policy");
+        free(s);
+        q.source = POLICY_SOURCE_CONFIG;
+        ok(policy_equal(&p, &q), "policy_equal: where a key came from does not count");
+        policy_set(&q, "placement", "best-effort");
+        ok(!policy_equal(&p, &q), "policy_equal: the placement key counts");
+        is_int(policy_parse_line("cpu=dedicated gpu=yes", &q), -ENOENT, "policy line: an unknown key");
+        is_int(policy_parse_line("cpu", &q), -EINVAL, "policy line: not key=value");
+        ok(policy_parse_line("", &q) == 0 && q.cpu == POLICY_CPU_SHARED, "policy line: empty is the defaults");
+        is_int(policy_page_from_kib(2048), POLICY_PAGE_2M, "page from kib: 2048 is 2M");
+        is_int(policy_page_from_kib(4), POLICY_PAGE_NONE, "page from kib: base pages are none");
+        is_int((int)policy_page_kib(POLICY_PAGE_NONE), 0, "page kib: none is 0 (base pages)");
+}
+
 int main(void) {
         test_sizes();
         test_policy();
+        test_numbers();
+        test_strbuf();
+        test_policy_text();
         return tap_done();
 }
