@@ -105,8 +105,8 @@ static void test_policy_text(void) {
         is_int(policy_parse_line("cpu=dedicated gpu=yes", &q), -ENOENT, "policy line: an unknown key");
         is_int(policy_parse_line("cpu", &q), -EINVAL, "policy line: not key=value");
         ok(policy_parse_line("", &q) == 0 && q.cpu == POLICY_CPU_SHARED, "policy line: empty is the defaults");
-        is_int(policy_page_from_kib(2048), POLICY_PAGE_2M, "page from kib: 2048 is 2M");
-        is_int(policy_page_from_kib(4), POLICY_PAGE_NONE, "page from kib: base pages are none");
+        is_int(policy_page_of_kib(2048), POLICY_PAGE_2M, "page from kib: 2048 is 2M");
+        is_int(policy_page_of_kib(4), POLICY_PAGE_NONE, "page from kib: base pages are none");
         is_int((int)policy_page_kib(POLICY_PAGE_NONE), 0, "page kib: none is 0 (base pages)");
 }
 
