@@ -25,6 +25,7 @@ T_STARTED_VIRTLOGD=0
 T_DAEMON_PID=""
 T_N=0
 T_FAILED=0
+T_START=""
 
 # ---- one integration run at a time --------------------------------------------
 
@@ -40,6 +41,7 @@ t_lock() {
                 echo "# waiting for another kvmtuned integration run to finish ($T_LOCK)"
                 flock -w 3600 9 || { echo "Bail out! $T_LOCK is held for over an hour"; exit 1; }
         fi
+        T_START=$(date +%s)
 }
 
 # ---- TAP ---------------------------------------------------------------------
@@ -74,6 +76,7 @@ skip_all() {
 }
 
 done_testing() {
+        [ -n "$T_START" ] && diag "wall time: $(( $(date +%s) - T_START )) s (the lock held)"
         echo "1..$T_N"
         [ "$T_FAILED" -eq 0 ]
         exit $?
@@ -324,7 +327,8 @@ cpu_list_canon() {
 
 # ---- kvmtuned ----------------------------------------------------------------
 
-# write_config [EXTRA_SECTIONS]: reserved_cpus empty (tiny host). Only this
+# write_config [EXTRA_SECTIONS]: reserved_cpus $T_RESERVED (empty by default:
+# tiny host). Only this
 # test's domains are managed (cpu = shared unless EXTRA_SECTIONS or metadata
 # say otherwise): every other domain on the host (another test, a benchmark)
 # is left alone, so tests and daemons running side by side do not fight.
@@ -339,7 +343,7 @@ write_config() {
                 echo "[libvirt]"
                 echo "uri = $URI"
                 echo "[host]"
-                echo "reserved_cpus ="
+                echo "reserved_cpus = ${T_RESERVED:-}"
                 echo "isolation = $T_ISOLATION"
                 echo "isolation_scope = $T_ISOLATION_SCOPE"
                 echo "[defaults]"
@@ -495,6 +499,48 @@ busy_stop() {
 
 allowed() {             # allowed PID: its Cpus_allowed_list
         awk '/^Cpus_allowed_list:/ {print $2}' "/proc/$1/status"
+}
+
+# ---- guests seen from /proc --------------------------------------------------------
+
+# Every thread of every running domain of this test ($T_MANAGED), one line
+# each: "NAME TID CPUS" from /proc, sorted. Two snapshots are equal when no
+# thread of any guest moved.
+guest_threads() {
+        local n pid t
+        $VIRSH list --name | while IFS= read -r n; do
+                case "$n" in $T_MANAGED) ;; *) continue ;; esac
+                pid=$(domain_pid "$n") || continue
+                for t in /proc/"$pid"/task/*; do
+                        echo "$n ${t##*/} $(awk '/^Cpus_allowed_list:/ {print $2}' "$t/status" 2>/dev/null)"
+                done
+        done | sort
+}
+
+# The CPUs the vCPU threads of NAME are allowed on (/proc), as one canonical list.
+proc_vcpu_cpus() {
+        cpu_list_canon "$(domain_threads "$1" | awk '$1 == "vcpu" {print $3}' |
+                while read -r l; do cpu_list_expand "$l"; echo; done)"
+}
+
+# What the daemon's allocation table says: "PU OWNER" per PU a domain holds.
+pu_owners() {
+        ctl --json topology | jq -r '.nodes[].groups[].cores[].pus[] | select(.owner != null) | "\(.os) \(.owner)"'
+}
+
+# No PU is allowed for the vCPUs of two of the given domains, from /proc only
+# (dedicated guests: each vCPU thread pinned to PUs nobody else's vCPUs have).
+check_proc_disjoint() {  # check_proc_disjoint DESCRIPTION DOMAIN...
+        local desc=$1 d all="" cpus bad=0
+        shift
+        for d in "$@"; do
+                cpus=$(cpu_list_expand "$(proc_vcpu_cpus "$d")")
+                for c in $cpus; do
+                        case " $all " in *" $c "*) bad=1; diag "PU $c is in the vCPU affinity of $d and another" ;; esac
+                done
+                all="$all $cpus"
+        done
+        ok $bad "$desc"
 }
 
 # ---- benchmarks ----------------------------------------------------------------
