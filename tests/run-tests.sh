@@ -1,6 +1,7 @@
 #!/bin/bash
-# The whole test suite: unit tests (a normal build and an ASan+UBSan build) and the
-# integration tests against a real libvirtd + QEMU (needs root; skipped otherwise).
+# The whole test suite: unit tests (a normal build and an ASan+UBSan build), the
+# call-cycle check, make distcheck, the fuzz targets and the integration tests
+# against a real libvirtd + QEMU (needs root; skipped otherwise).
 # Prints "N passed, N failed" last. Extra configure flags come from $CONFIGURE_FLAGS.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -53,6 +54,14 @@ if build "$builddir/asan" --enable-asan --enable-ubsan; then
 else
         failed=$((failed + 1)); echo "asan build failed"
 fi
+
+echo "== call cycles between source files (tests/check-call-cycles.py)"
+cycles=$("$top/tests/check-call-cycles.py" "$top" 2>&1)
+case $? in
+0)      passed=$((passed + 1)); echo "PASS: no source files call into each other" ;;
+77)     skipped=$((skipped + 1)); echo "skipped: $cycles" ;;
+*)      failed=$((failed + 1)); echo "FAIL: call cycles"; printf '%s\n' "$cycles" ;;
+esac
 
 echo "== make distcheck (release tarball builds, passes its unit tests, installs)"
 if (cd "$builddir/default" && make -s distcheck >distcheck.log 2>&1); then
