@@ -8,4 +8,4 @@ apt-get install -y -q --no-install-recommends \
         libvirt-dev libhwloc-dev libnuma-dev libsystemd-dev libjson-c-dev libxml2-dev \
         libvirt-daemon-system libvirt-clients qemu-system-x86 \
         hwloc-nox mandoc systemd systemd-container procps jq util-linux python3 clang \
-        universal-ctags debhelper dpkg-dev lintian >/dev/null
+        universal-ctags debhelper dpkg-dev lintian tmux >/dev/null

@@ -40,8 +40,9 @@ t1=$(date +%s)
 is "$(dpkg-deb -f "$DEB" Package)" kvmtuned "the package is kvmtuned"
 is "$(dpkg-deb -c "$DEB" | awk '$6 == "./etc/libvirt/hooks/qemu.d/kvmtuned" {print $1 " " $8}')" \
         "lrwxrwxrwx /usr/libexec/kvmtuned/kvmtuned" "the hook in /etc is a symlink to the program in /usr/libexec"
-is "$(dpkg-deb -c "$DEB" | awk '{print $6}' | grep -c '^./lib/systemd/system/kvmtuned.*\.service$')" 2 \
-        "both units are in /lib/systemd/system"
+is "$(dpkg-deb -c "$DEB" | awk '{print $6}' | sed -n 's|^./lib/systemd/system/\(..*\)|\1|p' | sort | tr '\n' ' ')" \
+        "kvmtuned-hugepages.service kvmtuned-metrics.service kvmtuned-metrics.timer kvmtuned.service " \
+        "the units are in /lib/systemd/system"
 
 if command -v lintian >/dev/null; then
         lintian --fail-on error "$T_TMP"/kvmtuned_*.changes >"$T_TMP/lintian.log" 2>&1
@@ -62,6 +63,8 @@ ok $? "dpkg -i in the container" || sed 's/^/#   /' "$T_TMP/dpkg.log"
 is "$(ct systemctl is-enabled kvmtuned)" enabled "kvmtuned.service is enabled"
 is "$(ct systemctl is-active kvmtuned)" active "kvmtuned.service is started"
 is "$(ct systemctl is-enabled kvmtuned-hugepages)" enabled "kvmtuned-hugepages.service is enabled (runs at boot)"
+is "$(ct systemctl is-enabled kvmtuned-metrics.timer)/$(ct systemctl is-active kvmtuned-metrics.timer)" enabled/active \
+        "kvmtuned-metrics.timer is enabled and started"
 is "$(ct dpkg-query -W -f='${Conffiles}' kvmtuned | awk '{print $1}')" /etc/kvmtuned/kvmtuned.conf \
         "/etc/kvmtuned/kvmtuned.conf is a conffile"
 ok "$(ct test -x $HOOK; echo $?)" "$HOOK is there and executable"
@@ -100,6 +103,7 @@ fi
 ct dpkg -r kvmtuned >"$T_TMP/dpkg.log" 2>&1
 ok $? "dpkg -r kvmtuned" || sed 's/^/#   /' "$T_TMP/dpkg.log"
 is "$(ct systemctl is-active kvmtuned)" inactive "removed: kvmtuned.service is stopped"
+is "$(ct systemctl is-active kvmtuned-metrics.timer)" inactive "removed: the metrics timer is stopped"
 is "$(ct pgrep -x kvmtuned)" "" "removed: no kvmtuned process"
 ok "$(ct test -e $HOOK -o -L $HOOK; [ $? -ne 0 ]; echo $?)" "removed: the hook is gone"
 ok "$(ct test -f /etc/kvmtuned/kvmtuned.conf; echo $?)" "removed: the configuration stays (conffile)"

@@ -28,6 +28,7 @@ CONF=$("$BUILDDIR/daemon/kvmtuned" --help | sed -n 's/.*--config FILE.*(default 
 SBIN=$(dirname "$(ct sh -c 'command -v kvmtuned')")
 kctl() { ct "${SBIN%/sbin}/bin/kvmtunectl" "$@"; }
 prop() { ct systemctl show -P "$1" kvmtuned; }
+prop_of() { ct systemctl show -P "$2" "$1"; }
 # journal JOURNALCTL_ARGS...: this boot's kvmtuned messages, after a sync.
 journal() { ct journalctl --sync; ct journalctl -q -b -u kvmtuned --no-pager "$@"; }
 
@@ -128,6 +129,16 @@ cp "$CT_DIR/good.conf" "$CT_ROOT$CONF"
 ct systemctl reset-failed kvmtuned 2>/dev/null
 ct systemctl start kvmtuned
 is "$(ct systemctl is-active kvmtuned)" active "fixed configuration: starts again"
+
+# ---- kvmtuned-metrics: node_exporter's textfile directory ------------------------
+TEXTFILE=/var/lib/prometheus/node-exporter
+ct mkdir -p $TEXTFILE
+ct systemctl start kvmtuned-metrics.service
+is "$(prop_of kvmtuned-metrics.service Result)" success "kvmtuned-metrics.service (hardened: root with only CAP_DAC_OVERRIDE) succeeds"
+ok "$(ct grep -q '^kvmtuned_build_info{' $TEXTFILE/kvmtuned.prom; echo $?)" "it wrote $TEXTFILE/kvmtuned.prom"
+is "$(ct ls $TEXTFILE)" kvmtuned.prom "no temporary file left beside it"
+ct systemctl start kvmtuned-metrics.timer
+is "$(ct systemctl is-active kvmtuned-metrics.timer)" active "kvmtuned-metrics.timer runs"
 
 # ---- stop leaves nothing ----------------------------------------------------
 ct systemctl stop kvmtuned
