@@ -329,6 +329,9 @@ static void advise_iothreads(struct advise *a) {
         for (xmlNode *c = devices ? devices->children : NULL; c; c = c->next)
                 if (advise_iothread_device(c))
                         devs[n++] = c;
+        for (int i = 0; i < n; i++)     /* above every id in use, defined or not */
+                next = (int) MAX((uint64_t) next, MIN(number_of(child(devs[i], "driver"), "iothread", 0) + 1,
+                                                     (uint64_t) INT_MAX));
         for (int i = 0; i < n; i++)
                 advise_iothread_one(a, devs, i, &next);
 }

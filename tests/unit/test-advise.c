@@ -245,6 +245,10 @@ static void test_iothreadids(void) {
                 "<disk type='file' device='disk'><driver name='qemu' cache='none' iothread='4'/><target dev='vdc' bus='virtio'/></disk>"
                 "<disk type='file' device='cdrom'><target dev='sda' bus='sata'/></disk>"
                 "<controller type='scsi' model='lsilogic'/></devices></domain>";
+        static const char undercount[] = "<domain type='qemu'><name>io</name><vcpu>2</vcpu><iothreads>0</iothreads><devices>"
+                "<disk type='file' device='disk'><driver name='qemu' cache='none' iothread='2'/><target dev='vda' bus='virtio'/></disk>"
+                "<disk type='file' device='disk'><driver name='qemu' cache='none' iothread='2'/><target dev='vdb' bus='virtio'/></disk>"
+                "</devices></domain>";
         struct advise_request req = { .apply = true };
         struct advise_result r;
         char s[1024];
@@ -255,6 +259,11 @@ static void test_iothreadids(void) {
         ok(r.xml && strstr(r.xml, "<iothread id=\"4\"/>\n    <iothread id=\"5\"/>\n    <iothread id=\"6\"/>"),
            "iothreadids: ids 5 and 6 defined");
         ok(r.xml && strstr(r.xml, "<iothreads>6</iothreads>"), "iothreadids: <iothreads> counts them");
+        advise_result_done(&r);
+        /* found by fuzz-advise: ids in use above the count; the new one goes above them */
+        is_int(audit_req(undercount, &req, &r, s, sizeof s), 1, "undercount: one finding");
+        ok(r.xml && strstr(r.xml, "iothread=\"3\"") && strstr(r.xml, "<iothreads>3</iothreads>"),
+           "undercount: vdb gets iothread 3, above the 2 in use, not the 1 vda has");
         advise_result_done(&r);
 }
 
