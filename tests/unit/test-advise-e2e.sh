@@ -37,6 +37,14 @@ ok "advise --xml: dedicated from the metadata, display advised" out_has "^info  
 ok "advise --xml: no topology, the NUMA view says why not" out_has "^sql1: guest NUMA view not checked: no host topology"
 ok "advise --xml: each reason points at a source" out_has "^  interface 52:54:00:5a:10:01 net-model: emulated e1000 NIC.*\[[0-9]\]$"
 ok "advise --xml: the sources, with their figures" out_has "^  \[[0-9]\] seeds/000 (KubeVirt, SQL Server 2022, HammerDB): 41,620 -> 94,406 TPM"
+# README's advise example is this output, as printed (its table and sources).
+sed -n '/^Why:/q;p' "$TMP/out" >"$TMP/table"
+sed -n '/^Sources:/,$p' "$TMP/out" >>"$TMP/table"
+ok "README shows advise --xml sql1.xml as printed" sh -c '
+        while IFS= read -r line; do
+                [ -z "$line" ] && continue
+                grep -qxF "    $line" "$1/README.md" || { echo "#   README lacks: $line"; exit 1; }
+        done <"$2"' _ "$SRCDIR" "$TMP/table"
 run --json advise --xml - --config "$TMP/empty.conf" --cpu shared <"$SQL"
 ok "advise --json --xml -: exit 0" rc_is 0
 ok "advise --xml -: options win over the metadata" json_is \
