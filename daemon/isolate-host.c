@@ -23,7 +23,7 @@
 #include "kvmtune/util.h"
 
 #define ISOLATE_RESCAN_USEC (1000 * 1000ULL)    /* kvmtuned.conf(5) documents it */
-#define AFFINITY_CPUS_MAX 8192
+#define AFFINITY_CPUS_MAX (ISOLATE_CPU_MAX + 1)
 #define IRQBALANCE_SOCKETS "/run/irqbalance/irqbalance*.sock"
 
 /* ---- affinity and files --------------------------------------------------------------- */

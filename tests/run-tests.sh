@@ -72,8 +72,9 @@ fi
 
 echo "== fuzzing smoke run: each libFuzzer target ${FUZZ_SECONDS:-15} s under ASan (clang)"
 if command -v clang >/dev/null && build "$builddir/fuzz" CC=clang --enable-fuzzing --enable-asan \
-        && make -s -j"$jobs" tests/fuzz/fuzz-domxml tests/fuzz/fuzz-conf tests/fuzz/fuzz-proto tests/fuzz/fuzz-advise; then
-        for t in domxml conf proto advise; do
+        && make -s -j"$jobs" tests/fuzz/fuzz-domxml tests/fuzz/fuzz-conf tests/fuzz/fuzz-proto tests/fuzz/fuzz-advise \
+                tests/fuzz/fuzz-isolate; then
+        for t in domxml conf proto advise isolate; do
                 corpus=$(mktemp -d)
                 seeds=$top/tests/fixtures/$t; [ -d "$seeds" ] || seeds=
                 if ASAN_OPTIONS=detect_leaks=1 "$builddir/fuzz/tests/fuzz/fuzz-$t" \
@@ -85,7 +86,7 @@ if command -v clang >/dev/null && build "$builddir/fuzz" CC=clang --enable-fuzzi
                 rm -rf "$corpus"
         done
 else
-        skipped=$((skipped + 4)); echo "skipped: no clang, or the fuzz build failed"
+        skipped=$((skipped + 5)); echo "skipped: no clang, or the fuzz build failed"
 fi
 
 echo "== integration tests (real libvirtd + QEMU)"

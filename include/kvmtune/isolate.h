@@ -105,7 +105,8 @@ int isolate_record_parse(const char *text, struct isolate_record *r);
 int isolate_mask_parse(const char *text, hwloc_bitmap_t ret);
 char *isolate_mask_format(hwloc_const_bitmap_t set);
 /* CPU list text ("0-3,8\n", as smp_affinity_list and Cpus_allowed_list):
- * 0/-EINVAL. An empty list is -EINVAL. */
+ * 0/-EINVAL. An empty list, or a CPU above ISOLATE_CPU_MAX, is -EINVAL. */
+#define ISOLATE_CPU_MAX 8191              /* the kernel's NR_CPUS at most (MAXSMP) */
 int isolate_list_parse(const char *text, hwloc_bitmap_t ret);
 
 /* From /proc/PID/status text: Tgid and PPid (0 when absent). */

@@ -145,6 +145,9 @@ static void test_mask(void) {
         ok(isolate_list_parse("0-3,8\n", m) == 0 && (l = str(m)) && streq(l, "0-3,8"), "list parsed");
         is_int(isolate_list_parse("\n", m), -EINVAL, "empty list refused");
         is_int(isolate_list_parse("0-a", m), -EINVAL, "bad list refused");
+        is_int(isolate_list_parse("0-2000000000", m), -EINVAL, "a CPU number no host has refused");
+        ok(isolate_list_parse("8191", m) == 0 && hwloc_bitmap_isset(m, 8191), "the highest CPU number taken");
+        is_int(isolate_list_parse("8192", m), -EINVAL, "one more refused");
 }
 
 static void test_proc(void) {
