@@ -47,7 +47,7 @@ static int bench_get(void *ud, pid_t tid, hwloc_bitmap_t ret) {
         return 0;
 }
 
-static int bench_set(void *ud, pid_t tid, hwloc_const_bitmap_t cpus) {
+static int bench_set(_unused_ void *ud, pid_t tid, hwloc_const_bitmap_t cpus) {
         struct applied *a = applied_find(tid);
 
         nset++;
@@ -62,24 +62,24 @@ static int bench_set(void *ud, pid_t tid, hwloc_const_bitmap_t cpus) {
         return 0;
 }
 
-static int bench_write(void *ud, const char *path, const char *value) {
+static int bench_write(_unused_ void *ud, _unused_ const char *path, _unused_ const char *value) {
         nwrite++;
         return 0;
 }
 
-static bool bench_systemd(void *ud) {
+static bool bench_systemd(_unused_ void *ud) {
         return false;
 }
 
-static int bench_unit(void *ud, const char *unit, hwloc_bitmap_t ret) {
+static int bench_unit(_unused_ void *ud, _unused_ const char *unit, _unused_ hwloc_bitmap_t ret) {
         return -ENOENT;
 }
 
-static int bench_unit_set(void *ud, const char *unit, hwloc_const_bitmap_t cpus) {
+static int bench_unit_set(_unused_ void *ud, _unused_ const char *unit, _unused_ hwloc_const_bitmap_t cpus) {
         return -ENOENT;
 }
 
-static int bench_irqbalance(void *ud, const char *cmd, pid_t *ret_pid, char *reply, size_t len) {
+static int bench_irqbalance(_unused_ void *ud, _unused_ const char *cmd, _unused_ pid_t *ret_pid, _unused_ char *reply, _unused_ size_t len) {
         return -ENOENT;
 }
 

@@ -714,7 +714,7 @@ static int params_name(const struct args *a, struct json_object **ret) {
         return 0;
 }
 
-static int params_all(const struct args *a, struct json_object **ret) {
+static int params_all(_unused_ const struct args *a, struct json_object **ret) {
         *ret = json_object_new_object();
         json_object_object_add(*ret, "all", json_object_new_boolean(true));
         return 0;

@@ -224,7 +224,7 @@ static bool conn_advance(struct ctl_conn *c) {
         return sd_event_source_set_io_events(c->io, EPOLLIN) >= 0;
 }
 
-static int conn_on_io(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+static int conn_on_io(_unused_ sd_event_source *src, _unused_ int fd, uint32_t revents, void *userdata) {
         struct ctl_conn *c = userdata;
 
         if ((revents & EPOLLIN) && !c->out && conn_read(c) < 0) {
@@ -240,7 +240,7 @@ static int conn_on_io(sd_event_source *src, int fd, uint32_t revents, void *user
         return 0;
 }
 
-static int conn_on_idle(sd_event_source *src, uint64_t usec, void *userdata) {
+static int conn_on_idle(_unused_ sd_event_source *src, _unused_ uint64_t usec, void *userdata) {
         struct ctl_conn *c = userdata;
 
         log_debug("ctl: closing connection of uid %u idle for %llus", (unsigned) c->uid,
@@ -316,7 +316,7 @@ static void refuse_client(int fd, const char *why) {
         close(fd);
 }
 
-static int server_on_accept_retry(sd_event_source *src, uint64_t usec, void *userdata) {
+static int server_on_accept_retry(_unused_ sd_event_source *src, _unused_ uint64_t usec, void *userdata) {
         struct ctl_server *s = userdata;
 
         sd_event_source_set_enabled(s->listen_io, SD_EVENT_ON);
@@ -347,7 +347,7 @@ static void server_admit(struct ctl_server *s, int fd) {
                 log_warning("ctl: cannot watch a new client, closing it");
 }
 
-static int server_on_accept(sd_event_source *src, int lfd, uint32_t revents, void *userdata) {
+static int server_on_accept(_unused_ sd_event_source *src, int lfd, _unused_ uint32_t revents, void *userdata) {
         struct ctl_server *s = userdata;
 
         for (;;) {

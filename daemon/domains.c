@@ -332,7 +332,7 @@ static bool domain_take(struct daemon *d, struct domain *dm, struct facts *f, st
 /* Applying failed part way: the domain's threads may already run on its
  * dedicated PUs, so it keeps holding them (nobody else gets them as
  * "exclusive") until it stops or is rebalanced. */
-static void domain_fail(struct daemon *d, struct domain *dm, const char *reason) {
+static void domain_fail(struct domain *dm, const char *reason) {
         domain_set_state(dm, DOMAIN_FAILED, reason);
         if (dm->placed && dm->plan.dedicated)
                 dlog(dm, LOG_WARNING, "keeps its dedicated PUs held until it stops or 'kvmtunectl rebalance %s'",
@@ -390,7 +390,7 @@ static int domain_apply(struct daemon *d, virDomainPtr dom, struct domain *dm) {
         domain_resolve(d, dm, d->alloc, &p);
         if (!pinset_usable(&p)) {
                 pinset_done(&p);
-                domain_fail(d, dm, "the shared pool is empty: every PU is reserved or dedicated");
+                domain_fail(dm, "the shared pool is empty: every PU is reserved or dedicated");
                 metrics_observe_apply(&d->metrics, -ENOSPC);
                 return dlog(dm, LOG_ERR, "%s, leaving its pins as they are", dm->reason), -ENOSPC;
         }
@@ -401,7 +401,7 @@ static int domain_apply(struct daemon *d, virDomainPtr dom, struct domain *dm) {
         metrics_observe_apply(&d->metrics, r);
         if (r < 0) {
                 pinset_done(&p);
-                domain_fail(d, dm, reason);
+                domain_fail(dm, reason);
                 return r;
         }
         pinset_done(&dm->pins);
@@ -578,7 +578,7 @@ int domains_place_xml(struct daemon *d, const struct domxml *x, pid_t pid, struc
         domain_resolve(d, dm, d->alloc, &dm->pins);
         if (!pinset_usable(&dm->pins)) {
                 pinset_done(&dm->pins);
-                domain_fail(d, dm, "the shared pool is empty: every PU is reserved or dedicated");
+                domain_fail(dm, "the shared pool is empty: every PU is reserved or dedicated");
                 return dlog(dm, LOG_ERR, "%s, leaving its pins as they are", dm->reason), -ENOSPC;
         }
         dm->hooked = true;

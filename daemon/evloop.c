@@ -81,7 +81,7 @@ static int ev_from_epoll(uint32_t revents) {
         return r;
 }
 
-static int ev_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+static int ev_on_io(_unused_ sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct ev_watch *w = userdata;
 
         w->hcb(w->id, fd, ev_from_epoll(revents), w->opaque);
@@ -180,7 +180,7 @@ static void ev_timer_arm(struct ev_watch *w) {
         sd_event_source_set_enabled(w->source, SD_EVENT_ONESHOT);
 }
 
-static int ev_on_time(sd_event_source *s, uint64_t usec, void *userdata) {
+static int ev_on_time(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *userdata) {
         struct ev_watch *w = userdata;
         int id = w->id;
 

@@ -79,7 +79,7 @@ static int hook_parse(struct json_object *params, struct hook_params *ret, char 
 
 /* ---- after the answer: libvirt work for the other domains --------------------- */
 
-static int hook_on_follow(sd_event_source *s, void *userdata) {
+static int hook_on_follow(_unused_ sd_event_source *s, void *userdata) {
         struct daemon *d = userdata;
 
         domains_retry_unplaced(d);

@@ -29,7 +29,7 @@
 /* ---- affinity and files --------------------------------------------------------------- */
 
 /* Runs every rescan for every task: the mask is taken a word at a time. */
-static int host_get_affinity(void *ud, pid_t tid, hwloc_bitmap_t ret) {
+static int host_get_affinity(_unused_ void *ud, pid_t tid, hwloc_bitmap_t ret) {
         unsigned long words[AFFINITY_CPUS_MAX / (8 * sizeof(unsigned long))];
 
         if (sched_getaffinity(tid, sizeof words, (cpu_set_t *)words) < 0)
@@ -41,11 +41,11 @@ static int host_get_affinity(void *ud, pid_t tid, hwloc_bitmap_t ret) {
         return 0;
 }
 
-static int host_set_affinity(void *ud, pid_t tid, hwloc_const_bitmap_t cpus) {
+static int host_set_affinity(_unused_ void *ud, pid_t tid, hwloc_const_bitmap_t cpus) {
         return affinity_set(tid, cpus);
 }
 
-static int host_write_file(void *ud, const char *path, const char *value) {
+static int host_write_file(_unused_ void *ud, const char *path, const char *value) {
         return hostfs_write(NULL, path, value);
 }
 
@@ -55,7 +55,7 @@ static inline void message_unrefp(sd_bus_message **m) { sd_bus_message_unref(*m)
 
 /* PID 1 is systemd and the unified hierarchy has the cpuset controller (on
  * hybrid hosts cpusets stay in v1, where AllowedCPUs= does nothing). */
-static bool host_systemd(void *ud) {
+static bool host_systemd(_unused_ void *ud) {
         _cleanup_free_ char *controllers = NULL;
 
         if (sd_booted() <= 0 || hostfs_read(NULL, "/sys/fs/cgroup/cgroup.controllers", &controllers) < 0)
@@ -87,7 +87,7 @@ static void bytes_to_bitmap(const uint8_t *b, size_t n, hwloc_bitmap_t ret) {
                         hwloc_bitmap_set(ret, (unsigned)i);
 }
 
-static int host_unit_get(void *ud, const char *unit, hwloc_bitmap_t ret) {
+static int host_unit_get(_unused_ void *ud, const char *unit, hwloc_bitmap_t ret) {
         _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
         sd_bus *bus = NULL;
         _cleanup_free_ char *path = NULL;
@@ -143,7 +143,7 @@ static int unit_message(sd_bus *bus, const char *unit, hwloc_const_bitmap_t cpus
         return r;
 }
 
-static int host_unit_set(void *ud, const char *unit, hwloc_const_bitmap_t cpus) {
+static int host_unit_set(_unused_ void *ud, const char *unit, hwloc_const_bitmap_t cpus) {
         _cleanup_(message_unrefp) sd_bus_message *m = NULL;
         sd_bus *bus = NULL;
         sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -204,7 +204,7 @@ static int irqbalance_read(int fd, char *reply, size_t len) {
         return 0;
 }
 
-static int host_irqbalance(void *ud, const char *cmd, pid_t *ret_pid, char *reply, size_t len) {
+static int host_irqbalance(_unused_ void *ud, const char *cmd, pid_t *ret_pid, char *reply, size_t len) {
         struct sockaddr_un addr = { .sun_family = AF_UNIX };
         struct timeval tv = { .tv_sec = 1 };
         _cleanup_close_ int fd = -1;
@@ -316,7 +316,7 @@ static char *record_path(const struct daemon *d) {
         return xasprintf("%s/isolation", dirname(sock));
 }
 
-static int on_rescan(sd_event_source *s, uint64_t usec, void *userdata) {
+static int on_rescan(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *userdata) {
         struct daemon *d = userdata;
 
         d->isolate_timer = sd_event_source_unref(d->isolate_timer);

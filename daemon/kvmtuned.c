@@ -119,7 +119,7 @@ static int load_host(struct daemon *d) {
         return 0;
 }
 
-static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+static int on_sigterm(_unused_ sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         struct daemon *d = userdata;
 
         sd_notify(0, "STOPPING=1");
@@ -129,7 +129,7 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
         return 0;
 }
 
-static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd_siginfo *si, void *userdata) {
         struct daemon *d = userdata;
         char err[512] = "";
         uint64_t now = 0;

@@ -190,8 +190,8 @@ static uint64_t methods_uptime_sec(const struct daemon *d) {
         return (now - d->start_usec) / 1000000ULL;
 }
 
-static int methods_status(void *userdata, struct json_object *params,
-                          struct json_object **ret_result, char **ret_error) {
+static int methods_status(void *userdata, _unused_ struct json_object *params,
+                          struct json_object **ret_result, _unused_ char **ret_error) {
         struct daemon *d = userdata;
         struct json_object *o = json_object_new_object(), *lv = json_object_new_object();
 
@@ -210,8 +210,8 @@ static int methods_status(void *userdata, struct json_object *params,
 
 /* ---- List, Show ---------------------------------------------------------------- */
 
-static int methods_list(void *userdata, struct json_object *params,
-                        struct json_object **ret_result, char **ret_error) {
+static int methods_list(void *userdata, _unused_ struct json_object *params,
+                        struct json_object **ret_result, _unused_ char **ret_error) {
         struct daemon *d = userdata;
         struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
 
@@ -287,8 +287,8 @@ static struct json_object *methods_group_json(struct daemon *d, int group) {
         return o;
 }
 
-static int methods_topology(void *userdata, struct json_object *params,
-                            struct json_object **ret_result, char **ret_error) {
+static int methods_topology(void *userdata, _unused_ struct json_object *params,
+                            struct json_object **ret_result, _unused_ char **ret_error) {
         struct daemon *d = userdata;
         struct json_object *o = json_object_new_object(), *nodes = json_object_new_array();
 
@@ -447,7 +447,7 @@ static struct json_object *methods_hp_node_json(struct daemon *d, int n) {
         return o;
 }
 
-static int methods_hugepages(void *userdata, struct json_object *params,
+static int methods_hugepages(void *userdata, _unused_ struct json_object *params,
                              struct json_object **ret_result, char **ret_error) {
         struct daemon *d = userdata;
         struct json_object *o, *nodes;
@@ -477,6 +477,7 @@ struct methods_reserve_args {
 static int methods_reserve_args(struct daemon *d, struct json_object *params,
                                 struct methods_reserve_args *ret, char **ret_error) {
         const char *size = methods_param_string(params, "size");
+        const struct topo_node *tn;
         int64_t node, count;
 
         ret->size = size ? hugepages_size_from_string(size) : -EINVAL;
@@ -493,7 +494,7 @@ static int methods_reserve_args(struct daemon *d, struct json_object *params,
         }
         /* More pages than the node has memory would only keep the daemon (and
          * every hook waiting on it) busy in the kernel's reclaim and compaction. */
-        const struct topo_node *tn = &d->topo->nodes[topo_node_by_os(d->topo, (unsigned)node)];
+        tn = &d->topo->nodes[topo_node_by_os(d->topo, (unsigned)node)];
         if (tn->memory_kib && (uint64_t)count > tn->memory_kib / hugepages_size_kib(ret->size)) {
                 *ret_error = xasprintf("node %" PRId64 " has %" PRIu64 " MiB of memory: at most %" PRIu64
                                        " %s pages", node, tn->memory_kib / 1024,
@@ -577,8 +578,8 @@ static int methods_hugepages_reserve(void *userdata, struct json_object *params,
         return 0;
 }
 
-static int methods_metrics(void *userdata, struct json_object *params,
-                           struct json_object **ret_result, char **ret_error) {
+static int methods_metrics(void *userdata, _unused_ struct json_object *params,
+                           struct json_object **ret_result, _unused_ char **ret_error) {
         _cleanup_free_ char *text = metrics_render(userdata);
 
         *ret_result = json_object_new_object();
@@ -588,8 +589,8 @@ static int methods_metrics(void *userdata, struct json_object *params,
 
 /* ---- Verify -------------------------------------------------------------------- */
 
-static int methods_verify(void *userdata, struct json_object *params,
-                          struct json_object **ret_result, char **ret_error) {
+static int methods_verify(void *userdata, _unused_ struct json_object *params,
+                          struct json_object **ret_result, _unused_ char **ret_error) {
         struct daemon *d = userdata;
         struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
         int checked = 0, drifted = 0;
@@ -813,8 +814,8 @@ static int methods_rebalance(void *userdata, struct json_object *params,
 
 /* ---- Isolation -------------------------------------------------------------------- */
 
-static int methods_isolation(void *userdata, struct json_object *params,
-                             struct json_object **ret_result, char **ret_error) {
+static int methods_isolation(void *userdata, _unused_ struct json_object *params,
+                             struct json_object **ret_result, _unused_ char **ret_error) {
         *ret_result = isolate_status_json(userdata);
         return 0;
 }
@@ -836,7 +837,7 @@ static void methods_add_changed(const char *name, void *ud) {
         json_object_array_add(ud, json_object_new_string(name));
 }
 
-static int methods_reload(void *userdata, struct json_object *params,
+static int methods_reload(void *userdata, _unused_ struct json_object *params,
                           struct json_object **ret_result, char **ret_error) {
         struct daemon *d = userdata;
         struct json_object *changed = json_object_new_array();

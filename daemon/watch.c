@@ -21,7 +21,7 @@ static void watch_schedule_reconnect(struct daemon *d);
 static int watch_resync(struct daemon *d);
 
 /* libvirt prints every error to stderr by default; we log what matters ourselves. */
-static void watch_on_libvirt_error(void *userdata, virErrorPtr e) {
+static void watch_on_libvirt_error(_unused_ void *userdata, virErrorPtr e) {
         if (e && e->message)
                 log_debug("libvirt: %s", e->message);
 }
@@ -57,7 +57,7 @@ static void watch_on_gone(struct daemon *d, virDomainPtr dom, bool forget) {
         domains_notify_status(d);
 }
 
-static int watch_on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail,
+static int watch_on_lifecycle(_unused_ virConnectPtr conn, virDomainPtr dom, int event, int detail,
                               void *opaque) {
         struct daemon *d = opaque;
 
@@ -95,7 +95,7 @@ static int watch_on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, i
 }
 
 /* Our own placement record changes the metadata too: only the policy matters. */
-static void watch_on_metadata(virConnectPtr conn, virDomainPtr dom, int type,
+static void watch_on_metadata(_unused_ virConnectPtr conn, virDomainPtr dom, int type,
                               const char *nsuri, void *opaque) {
         struct daemon *d = opaque;
 
@@ -114,7 +114,7 @@ static void watch_on_metadata(virConnectPtr conn, virDomainPtr dom, int type,
         domains_notify_status(d);
 }
 
-static void watch_on_close(virConnectPtr conn, int reason, void *opaque) {
+static void watch_on_close(_unused_ virConnectPtr conn, int reason, void *opaque) {
         struct daemon *d = opaque;
 
         log_warning("Lost the connection to libvirt (%s, reason %d), reconnecting",
@@ -175,7 +175,7 @@ static int watch_connect(struct daemon *d) {
         return 0;
 }
 
-static int watch_on_reconnect(sd_event_source *s, uint64_t usec, void *userdata) {
+static int watch_on_reconnect(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *userdata) {
         struct daemon *d = userdata;
 
         watch_disconnect(d);

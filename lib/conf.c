@@ -182,7 +182,7 @@ static struct policy *parser_policy(struct parser *p) {
         return &p->conf->defaults;
 }
 
-static int set_uri(struct parser *p, const char *key, const char *value) {
+static int set_uri(struct parser *p, _unused_ const char *key, const char *value) {
         if (*value == '\0')
                 return -EINVAL;
         free(p->conf->uri);
@@ -190,7 +190,7 @@ static int set_uri(struct parser *p, const char *key, const char *value) {
         return 0;
 }
 
-static int set_reserved_cpus(struct parser *p, const char *key, const char *value) {
+static int set_reserved_cpus(struct parser *p, _unused_ const char *key, const char *value) {
         hwloc_bitmap_t set = hwloc_bitmap_alloc();
         int r;
 
@@ -205,12 +205,12 @@ static int set_reserved_cpus(struct parser *p, const char *key, const char *valu
         return 0;
 }
 
-static int set_isolation(struct parser *p, const char *key, const char *value) {
+static int set_isolation(struct parser *p, _unused_ const char *key, const char *value) {
         return isolate_parse_what(value, &p->conf->isolation);
 }
 
 /* An absolute cgroup path without "." or ".." components. */
-static int set_isolation_scope(struct parser *p, const char *key, const char *value) {
+static int set_isolation_scope(struct parser *p, _unused_ const char *key, const char *value) {
         if (value[0] != '/' || strstr(value, "/./") || strstr(value, "/../") ||
             (strlen(value) >= 2 && streq(value + strlen(value) - 2, "/.")) ||
             (strlen(value) >= 3 && streq(value + strlen(value) - 3, "/..")))
@@ -266,7 +266,7 @@ static int set_hugepages(struct parser *p, const char *key, const char *value) {
         return 0;
 }
 
-static int set_hook_timeout(struct parser *p, const char *key, const char *value) {
+static int set_hook_timeout(struct parser *p, _unused_ const char *key, const char *value) {
         unsigned long long ms;
 
         if (parse_number_all(value, CONF_HOOK_TIMEOUT_MAX_MS, &ms) < 0 ||
@@ -276,7 +276,7 @@ static int set_hook_timeout(struct parser *p, const char *key, const char *value
         return 0;
 }
 
-static int set_persist_placement(struct parser *p, const char *key, const char *value) {
+static int set_persist_placement(struct parser *p, _unused_ const char *key, const char *value) {
         if (!strcasecmp(value, "yes") || !strcasecmp(value, "true") || !strcasecmp(value, "on") ||
             streq(value, "1"))
                 p->conf->persist_placement = true;

@@ -406,7 +406,7 @@ static bool hugepages_size_short(const struct hugepages_result *results, int n, 
 static char *hugepages_cmdline_size(char *s, const struct hugepages_result *results, int n,
                                     int size, bool node_syntax) {
         uint64_t total = 0;
-        char *list = xstrdup("");
+        char *list = xstrdup(""), *out;
 
         for (int i = 0; i < n; i++) {
                 char *next;
@@ -423,8 +423,8 @@ static char *hugepages_cmdline_size(char *s, const struct hugepages_result *resu
                 free(list);
                 list = xasprintf("%" PRIu64, total);
         }
-        char *out = xasprintf("%s%shugepagesz=%s hugepages=%s", s, *s ? " " : "",
-                              hugepages_sizes[size].name, list);
+        out = xasprintf("%s%shugepagesz=%s hugepages=%s", s, *s ? " " : "",
+                        hugepages_sizes[size].name, list);
         free(list);
         free(s);
         return out;

@@ -673,11 +673,13 @@ static uint64_t spread(uint64_t total, const uint64_t *cap, uint64_t *out, int k
                 out[i] = 0;
         while (rem > 0) {
                 int active = 0;
+                uint64_t share;
+
                 for (int i = 0; i < k; i++)
                         active += out[i] < cap[i];
                 if (active == 0)
                         break;
-                uint64_t share = rem / active ? rem / active : 1;
+                share = rem / active ? rem / active : 1;
                 for (int i = 0; i < k && rem > 0; i++) {
                         uint64_t give = cap[i] - out[i] < share ? cap[i] - out[i] : share;
                         give = give < rem ? give : rem;
@@ -957,7 +959,7 @@ static int extra_units(const struct request *req) {
         return e;
 }
 
-static struct need need_of(const struct topo *t, const struct request *req) {
+static struct need need_of(const struct request *req) {
         struct need n = {
                 .mode = req->policy.threads == POLICY_THREADS_ISOLATE ? MODE_ISOLATE :
                         req->policy.threads == POLICY_THREADS_REQUIRE ? MODE_REQUIRE : MODE_PREFER,
@@ -1311,7 +1313,7 @@ static void ctx_done(struct ctx *c) {
 }
 
 static void ctx_init(struct ctx *c, const struct topo *t, const struct alloc *a, const struct request *req) {
-        *c = (struct ctx) { .t = t, .a = a, .req = req, .need = need_of(t, req) };
+        *c = (struct ctx) { .t = t, .a = a, .req = req, .need = need_of(req) };
         c->ncap = xcalloc(t->nnode, sizeof *c->ncap);
         c->taken = xcalloc(t->npu, 1);
         c->gcap = xcalloc(t->ngroup, sizeof *c->gcap);

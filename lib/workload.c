@@ -90,14 +90,20 @@ static int set_start_key(const struct event_ctx *c, struct request *req, const c
         return 0;
 }
 
-static int parse_start(const struct event_ctx *c, struct json_object *o, struct workload_event *e) {
-        policy_init_default(&e->req.policy);
+static int set_start_keys(const struct event_ctx *c, struct json_object *o, struct request *req) {
         json_object_object_foreach(o, key, v) {
                 if (streq(key, "op") || streq(key, "name"))
                         continue;
-                if (set_start_key(c, &e->req, key, v) < 0)
+                if (set_start_key(c, req, key, v) < 0)
                         return -EINVAL;
         }
+        return 0;
+}
+
+static int parse_start(const struct event_ctx *c, struct json_object *o, struct workload_event *e) {
+        policy_init_default(&e->req.policy);
+        if (set_start_keys(c, o, &e->req) < 0)
+                return -EINVAL;
         if (e->req.vcpus == 0)
                 return EFAIL(c, "start of \"%s\" has no \"vcpus\"", e->name);
         return 0;
@@ -215,14 +221,20 @@ static int parse_events(struct json_object *root, struct workload *w, char *err,
         return check_sequence(w, err, errlen);
 }
 
-static int parse_document(struct json_object *root, struct workload *w, char *err, size_t errlen) {
-        if (!json_object_is_type(root, json_type_object))
-                return fail(err, errlen, "the workload must be a JSON object with \"events\"");
+static int check_document_keys(struct json_object *root, char *err, size_t errlen) {
         json_object_object_foreach(root, key, v) {
                 (void) v;
                 if (!streq(key, "reserved_cpus") && !streq(key, "events"))
                         return fail(err, errlen, "unknown key \"%s\"", key);
         }
+        return 0;
+}
+
+static int parse_document(struct json_object *root, struct workload *w, char *err, size_t errlen) {
+        if (!json_object_is_type(root, json_type_object))
+                return fail(err, errlen, "the workload must be a JSON object with \"events\"");
+        if (check_document_keys(root, err, errlen) < 0)
+                return -EINVAL;
         if (parse_reserved(root, w, err, errlen) < 0)
                 return -EINVAL;
         return parse_events(root, w, err, errlen);
@@ -563,19 +575,22 @@ static void add_result_row(struct table *tb, struct json_object *r) {
         table_add_cell(tb, get_str(r, "note"));
 }
 
-static void print_summary(struct json_object *sum, FILE *out) {
-        struct json_object *free_pus = get(sum, "free_pus_per_node");
+/* " node 0: 36, node 1: 48" */
+static void print_free_pus(struct json_object *free_pus, FILE *out) {
         const char *sep = "";
-
-        fprintf(out, "\n%d placed, %d refused, %d ignored; %d on one NUMA node; mean L3 groups per domain %.2f\n",
-                json_object_get_int(get(sum, "placed")), json_object_get_int(get(sum, "refused")),
-                json_object_get_int(get(sum, "ignored")), json_object_get_int(get(sum, "one_node")),
-                json_object_get_double(get(sum, "mean_l3_groups")));
-        fprintf(out, "free PUs per node:");
         json_object_object_foreach(free_pus, node, n) {
                 fprintf(out, "%s node %s: %d", sep, node, json_object_get_int(n));
                 sep = ",";
         }
+}
+
+static void print_summary(struct json_object *sum, FILE *out) {
+        fprintf(out, "\n%d placed, %d refused, %d ignored; %d on one NUMA node; mean L3 groups per domain %.2f\n",
+                json_object_get_int(get(sum, "placed")), json_object_get_int(get(sum, "refused")),
+                json_object_get_int(get(sum, "ignored")), json_object_get_int(get(sum, "one_node")),
+                json_object_get_double(get(sum, "mean_l3_groups")));
+        fputs("free PUs per node:", out);
+        print_free_pus(get(sum, "free_pus_per_node"), out);
         fputc('\n', out);
 }
 

@@ -19,7 +19,7 @@ bool is_ns_elem(const xmlNode *n, const char *href, const char *name) {
                xmlStrEqual(n->ns->href, BAD_CAST href) && (!name || xmlStrEqual(n->name, BAD_CAST name));
 }
 
-static void discard_error(void *ctx, const char *msg, ...) {
+static void discard_error(_unused_ void *ctx, _unused_ const char *msg, ...) {
 }
 
 /* XML_PARSE_NOERROR does not cover encoding errors, which libxml2 prints

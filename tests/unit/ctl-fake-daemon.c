@@ -70,7 +70,7 @@ static int canned(const char *json, struct json_object **ret) {
         return *ret ? 0 : -EIO;
 }
 
-static int m_status(void *u, struct json_object *p, struct json_object **ret, char **err) {
+static int m_status(_unused_ void *u, _unused_ struct json_object *p, struct json_object **ret, _unused_ char **err) {
         return canned(status_json, ret);
 }
 
@@ -85,7 +85,7 @@ static void add_counters(struct json_object *d, int64_t run_ns, int64_t delay_ns
         }
 }
 
-static int m_list(void *u, struct json_object *p, struct json_object **ret, char **err) {
+static int m_list(_unused_ void *u, _unused_ struct json_object *p, struct json_object **ret, _unused_ char **err) {
         static int64_t calls;
         struct json_object *arr = json_object_new_array();
         struct json_object *d;
@@ -102,7 +102,7 @@ static int m_list(void *u, struct json_object *p, struct json_object **ret, char
         return 0;
 }
 
-static int m_show(void *u, struct json_object *p, struct json_object **ret, char **err) {
+static int m_show(_unused_ void *u, struct json_object *p, struct json_object **ret, char **err) {
         struct json_object *name;
 
         if (!json_object_object_get_ex(p, "name", &name) || !json_object_is_type(name, json_type_string)) {
@@ -117,19 +117,19 @@ static int m_show(void *u, struct json_object *p, struct json_object **ret, char
         return -ENOENT;
 }
 
-static int m_topology(void *u, struct json_object *p, struct json_object **ret, char **err) {
+static int m_topology(_unused_ void *u, _unused_ struct json_object *p, struct json_object **ret, _unused_ char **err) {
         return canned(topology_json, ret);
 }
 
-static int m_hugepages(void *u, struct json_object *p, struct json_object **ret, char **err) {
+static int m_hugepages(_unused_ void *u, _unused_ struct json_object *p, struct json_object **ret, _unused_ char **err) {
         return canned(hugepages_json, ret);
 }
 
-static int m_metrics(void *u, struct json_object *p, struct json_object **ret, char **err) {
+static int m_metrics(_unused_ void *u, _unused_ struct json_object *p, struct json_object **ret, _unused_ char **err) {
         return canned(metrics_json, ret);
 }
 
-static int m_plan(void *u, struct json_object *p, struct json_object **ret, char **err) {
+static int m_plan(_unused_ void *u, struct json_object *p, struct json_object **ret, _unused_ char **err) {
         struct json_object *vcpus;
 
         json_object_object_get_ex(p, "vcpus", &vcpus);
@@ -146,19 +146,19 @@ static int m_plan(void *u, struct json_object *p, struct json_object **ret, char
         return 0;
 }
 
-static int m_verify(void *u, struct json_object *p, struct json_object **ret, char **err) {
+static int m_verify(_unused_ void *u, _unused_ struct json_object *p, struct json_object **ret, _unused_ char **err) {
         return canned("{\"domains\":[{\"name\":\"db1\",\"state\":\"tuned\",\"checked\":5,\"drift\":"
                       "[{\"what\":\"vcpu 0 thread 4242\",\"want\":\"4\",\"got\":\"0-7\"}]},"
                       "{\"name\":\"web\",\"state\":\"shared\",\"checked\":3,\"drift\":[]}],"
                       "\"checked\":8,\"drifted\":1}", ret);
 }
 
-static int m_rebalance(void *u, struct json_object *p, struct json_object **ret, char **err) {
+static int m_rebalance(_unused_ void *u, _unused_ struct json_object *p, struct json_object **ret, _unused_ char **err) {
         return canned("{\"domains\":[{\"name\":\"db1\",\"state\":\"tuned\"}]}", ret);
 }
 
 /* The isolation object of the status above. */
-static int m_isolation(void *u, struct json_object *p, struct json_object **ret, char **err) {
+static int m_isolation(_unused_ void *u, _unused_ struct json_object *p, struct json_object **ret, _unused_ char **err) {
         struct json_object *status, *iso;
         int r = canned(status_json, &status);
 
@@ -171,7 +171,7 @@ static int m_isolation(void *u, struct json_object *p, struct json_object **ret,
 }
 
 /* Switched off: nothing in force. */
-static int m_isolation_set(void *u, struct json_object *p, struct json_object **ret, char **err) {
+static int m_isolation_set(_unused_ void *u, _unused_ struct json_object *p, struct json_object **ret, _unused_ char **err) {
         return canned("{\"configured\":\"tasks,guests,irqs,workqueues\",\"switch\":\"off\",\"scope\":\"/\","
                       "\"in_force\":\"none\",\"inactive\":null,\"dedicated\":[],\"housekeeping\":[0,1,2,3,4,5,6,7,8,9,10,11],"
                       "\"mode\":\"per-task\",\"tasks\":0,\"units\":0,\"guest_threads\":0,\"kept\":0,\"refused\":0,"
@@ -179,7 +179,7 @@ static int m_isolation_set(void *u, struct json_object *p, struct json_object **
                       "\"irqbalance\":false,\"skipped\":[]}", ret);
 }
 
-static int m_reload(void *u, struct json_object *p, struct json_object **ret, char **err) {
+static int m_reload(_unused_ void *u, _unused_ struct json_object *p, struct json_object **ret, _unused_ char **err) {
         return canned("{\"changed\":[\"web\"]}", ret);
 }
 
@@ -198,7 +198,7 @@ static const struct ctl_method methods[] = {
         { "kvmtune.v1.IsolationSet", true, m_isolation_set },
 };
 
-static int on_term(sd_event_source *s, const struct signalfd_siginfo *si, void *u) {
+static int on_term(sd_event_source *s, _unused_ const struct signalfd_siginfo *si, _unused_ void *u) {
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 

@@ -141,6 +141,7 @@ static void golden_run(const char *dir, const struct golden_case *c) {
         _cleanup_free_ char *got = NULL;
         struct topo *t = NULL;
         struct policy opts;
+        struct advise_request req = { .options = &opts, .apply = true };
         struct advise_result r;
         char err[256] = "";
 
@@ -152,7 +153,7 @@ static void golden_run(const char *dir, const struct golden_case *c) {
                 }
         }
         options_parse(c->options, &opts);
-        struct advise_request req = { .options = &opts, .apply = true, .topo = t };
+        req.topo = t;
         if (!xml || advise_audit(xml, strlen(xml), &req, &r, err, sizeof err) < 0) {
                 ok(false, "%s: audits (%s)", c->name, xml ? err : "no input");
                 ok(false, "%s: re-audit", c->name);

@@ -583,7 +583,7 @@ static void test_sample(void) {
         conf_free(c);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+static int remove_entry(const char *path, _unused_ const struct stat *st, _unused_ int flag, _unused_ struct FTW *ftw) {
         return remove(path);
 }
 

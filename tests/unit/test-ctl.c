@@ -27,18 +27,18 @@ static struct ctl_server *child_server;
 
 /* --- the fake daemon -------------------------------------------------------- */
 
-static int m_echo(void *u, struct json_object *params, struct json_object **ret, char **err) {
+static int m_echo(_unused_ void *u, struct json_object *params, struct json_object **ret, _unused_ char **err) {
         *ret = json_object_new_object();
         json_object_object_add(*ret, "params", json_object_get(params));
         return 0;
 }
 
-static int m_fail(void *u, struct json_object *params, struct json_object **ret, char **err) {
+static int m_fail(_unused_ void *u, _unused_ struct json_object *params, _unused_ struct json_object **ret, char **err) {
         *err = xstrdup("no such thing");
         return -ENOENT;
 }
 
-static int m_big(void *u, struct json_object *params, struct json_object **ret, char **err) {
+static int m_big(_unused_ void *u, _unused_ struct json_object *params, struct json_object **ret, _unused_ char **err) {
         _cleanup_free_ char *s = xmalloc(BIG_REPLY + 1);
 
         memset(s, 'x', BIG_REPLY);
@@ -48,13 +48,13 @@ static int m_big(void *u, struct json_object *params, struct json_object **ret, 
         return 0;
 }
 
-static int m_priv(void *u, struct json_object *params, struct json_object **ret, char **err) {
+static int m_priv(_unused_ void *u, _unused_ struct json_object *params, struct json_object **ret, _unused_ char **err) {
         *ret = json_object_new_object();
         json_object_object_add(*ret, "done", json_object_new_boolean(1));
         return 0;
 }
 
-static int m_count(void *u, struct json_object *params, struct json_object **ret, char **err) {
+static int m_count(_unused_ void *u, _unused_ struct json_object *params, struct json_object **ret, _unused_ char **err) {
         *ret = json_object_new_object();
         json_object_object_add(*ret, "connections",
                                json_object_new_int((int) ctl_server_connections(child_server)));
@@ -78,11 +78,11 @@ struct server_opts {
         int spare_fds;                  /* > 0: RLIMIT_NOFILE just above what is open */
 };
 
-static int on_term(sd_event_source *s, const struct signalfd_siginfo *si, void *u) {
+static int on_term(sd_event_source *s, _unused_ const struct signalfd_siginfo *si, _unused_ void *u) {
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
-static int on_nothing(sd_event_source *s, uint64_t usec, void *u) {
+static int on_nothing(_unused_ sd_event_source *s, _unused_ uint64_t usec, _unused_ void *u) {
         return 0;
 }
 
@@ -164,7 +164,7 @@ static char *sock_path(const char *name) {
 }
 
 /* One call on a fresh connection; returns the error code or "ok". */
-static char *call_code(const char *path, const char *method, uid_t *unused) {
+static char *call_code(const char *path, const char *method, _unused_ uid_t *unused) {
         struct proto_reply rep = { 0 };
         int fd = proto_connect(path), r;
         char *code;
@@ -256,7 +256,6 @@ static void test_pipelined(const char *path) {
 
 static void test_garbage_reply(const char *path) {
         struct proto_reply rep = { 0 };
-        _cleanup_free_ char *line = NULL;
         struct proto_buf b = { 0 };
         int fd = proto_connect(path);
         const char *l;

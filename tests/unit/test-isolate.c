@@ -61,7 +61,7 @@ static void test_decide_new(void) {
 
 static void test_decide_entry(void) {
         _cleanup_bitmap_ hwloc_bitmap_t o = set("0-3"), ap = set("0-1,3");
-        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e2 = NULL;
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e2 = NULL, *no = NULL;
         struct isolate_record r = {};
         struct isolate_entry *e = isolate_record_add(&r, ISOLATE_KIND_TASK, 42, 7, NULL, o, ap);
 
@@ -73,7 +73,7 @@ static void test_decide_entry(void) {
         is_str(c, "0-3", "... the original mask");
         is_int(decide("0-7", "2", e, &d), ISOLATE_SET, "the owner widened its mask: caught again");
         is_str(d, "0-1,3-7", "... narrowed from its new wish");
-        _cleanup_free_ char *no = str(e->orig);
+        no = str(e->orig);
         is_str(no, "0-7", "the owner's new mask is the new original");
         hwloc_bitmap_list_sscanf(e->applied, "0-1,3-7");
         is_int(decide("4", "2", e, &e2), ISOLATE_RESTORE, "the owner narrowed it off the dedicated PUs: dropped");

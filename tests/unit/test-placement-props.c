@@ -240,7 +240,8 @@ static void check_emulator(struct run *r, int id) {
 static void check_memory(struct run *r) {
         for (int n = 0; n < r->t->nnode; n++) {
                 const struct topo_node *tn = &r->t->nodes[n];
-                uint64_t base = 0, hp[TOPO_PAGE_SIZES] = { 0 };
+                uint64_t base = 0, hp[TOPO_PAGE_SIZES] = { 0 }, pools;
+
                 for (int id = 1; id < MAXDOM; id++) {
                         const struct plan *p = &r->doms[id].plan;
                         int pi = page_idx(p->page);
@@ -253,7 +254,7 @@ static void check_memory(struct run *r) {
                 }
                 if (!tn->memory_known)
                         continue;
-                uint64_t pools = tn->hp[0].total * 2048 + tn->hp[1].total * GIB;
+                pools = tn->hp[0].total * 2048 + tn->hp[1].total * GIB;
                 if (base > (tn->memory_kib > pools ? tn->memory_kib - pools : 0))
                         fail(r, PROP_MEMORY, "node %u: %llu KiB base memory committed", tn->os, (unsigned long long)base);
                 for (int pi = 0; pi < TOPO_PAGE_SIZES; pi++)
@@ -374,14 +375,14 @@ static struct request random_request(struct run *r) {
 }
 
 static void depart(struct run *r) {
-        int live[MAXDOM], n = 0;
+        int live[MAXDOM], n = 0, id;
 
-        for (int id = 1; id < MAXDOM; id++)
-                if (r->doms[id].live)
-                        live[n++] = id;
+        for (int i = 1; i < MAXDOM; i++)
+                if (r->doms[i].live)
+                        live[n++] = i;
         if (n == 0)
                 return;
-        int id = live[rnd(r, n)];
+        id = live[rnd(r, n)];
         alloc_release(r->a, r->t, &r->doms[id].plan, id);
         plan_done(&r->doms[id].plan);
         r->doms[id].live = false;
