@@ -13,6 +13,7 @@
 #include "kvmtune/topo.h"
 #include "kvmtune/util.h"
 #include "tap.h"
+#include "test-data.h"
 
 #define NTASK 64
 
@@ -165,7 +166,7 @@ static const struct isolate_ops fake_ops = {
 
 static void fake_init(struct fake *f) {
         _cleanup_free_ char *cmd = NULL;
-        const char *fixtures = getenv("FIXTURES");
+        const char *fixtures = test_fixtures_dir();
 
         memset(f, 0, sizeof *f);
         snprintf(f->root, sizeof f->root, "/tmp/test-isolate.XXXXXX");
@@ -173,8 +174,7 @@ static void fake_init(struct fake *f) {
                 abort();
         /* the source may be read-only (make distcheck): the copy is made writable */
         cmd = xasprintf("cp -r '%s/isolate/proc' '%s/isolate/sys' '%s/' && chmod -R u+w '%s'",
-                        fixtures ? fixtures : "../tests/fixtures", fixtures ? fixtures : "../tests/fixtures",
-                        f->root, f->root);
+                        fixtures, fixtures, f->root, f->root);
         if (system(cmd) != 0)
                 abort();
         for (int i = 0; i < 3; i++)
