@@ -384,7 +384,11 @@ if command -v bash >/dev/null; then
         complete_words kvmtunectl ""
         ok "completion: every command" out_has "status list show topology hugepages plan rebalance reload metrics advise"
         complete_words kvmtunectl advise --a
-        ok "completion: advise --apply" out_has "--apply"
+        ok "completion: advise --apply, --all" out_has "^--apply --all$"
+        complete_words kvmtunectl advise --xml sql1.xml --to
+        ok "completion: advise --xml takes --topology" out_has "^--topology$"
+        complete_words kvmtunectl advise db1 --
+        ok "completion: advise DOMAIN: no offline options" out_has "^--apply --json$"
         complete_words kvmtunectl top --o
         ok "completion: top --once" out_has "^--once$"
         complete_words kvmtunectl metrics --o
