@@ -102,6 +102,28 @@ run advise nosuch
 ok "advise of an unknown domain: exit 1" rc_is 1
 ok "advise of an unknown domain: named" err_has "no domain 'nosuch'"
 
+# ---- the guest NUMA view of the daemon's own placement --------------------------
+FIRST_PID=$DAEMON_PID
+printf '[host]\nreserved_cpus =\n[domain "test"]\ncpu = dedicated\nnuma = strict\n' >"$TMP/numa.conf"
+KVMTUNED_CONF="$TMP/numa.conf" start_kvmtuned "$TMP/numa.sock" "$TMP/numa.log" \
+        --topology "$FIXTURES/advise-hosts/3node-1pu.xml"
+CTL_SOCKET="$TMP/numa.sock"
+run --json advise test
+ok "advise on 3 one-PU nodes: one guest cell per host node the engine splits it over" json_is \
+        '[f["message"].split("(")[1].split(")")[0] for f in d["findings"] if f["id"] == "numa-cells"]' \
+        "['vCPUs 0 and 4G on host node 0, vCPUs 1 and 4G on host node 1']"
+if [ "$(id -u)" -eq 0 ]; then
+        run --json advise test --apply
+        ok "advise --apply: the cells written" json_is \
+                '[f["applied"] for f in d["findings"] if f["id"] == "numa-cells"]' "[True]"
+        run --json advise test
+        ok "advise after --apply: the cells match the placement" json_is \
+                '[f["id"] for f in d["findings"] if f["id"] == "numa-cells"]' "[]"
+fi
+stop_daemon
+DAEMON_PID=$FIRST_PID
+CTL_SOCKET="$TMP/s.sock"
+
 if [ "$(id -u)" -ne 0 ]; then
         run advise test --apply
         ok "advise --apply as a user: exit 1" rc_is 1
