@@ -33,22 +33,10 @@ trap 'busy_stop /kvmtuned-bench; t_cleanup; rm -rf "$images"
 [ -n "$autogroup_was" ] && echo 0 > "$autogroup"
 
 mkdir -p "$images"
-gcc -m32 -c -o "$T_TMP/spin.o" "$here/guest/spin.S" &&
-        ld -m elf_i386 -Ttext=0x100000 -e _start -o "$images/spin.elf" "$T_TMP/spin.o" || exit 1
+spin_kernel "$images" || exit 1
 
 start_guest() {         # start_guest NAME [POLICY_ATTRIBUTES]
-        local meta=""
-        [ -n "${2:-}" ] && meta="<metadata><kvmtune:policy xmlns:kvmtune='urn:kvmtuned:tuning:1' $2/></metadata>"
-        cat > "$T_TMP/$1.xml" <<XML
-<domain type='qemu'>
-  <name>$1</name>
-  $meta
-  <memory unit='MiB'>32</memory>
-  <vcpu>1</vcpu>
-  <os><type arch='x86_64' machine='pc'>hvm</type><kernel>$images/spin.elf</kernel></os>
-  <devices><serial type='file'><source path='$images/$1.log'/></serial><memballoon model='none'/></devices>
-</domain>
-XML
+        spin_domain_xml "$1" "$images/spin.elf" "${2:-}" "$images/$1.log" > "$T_TMP/$1.xml"
         T_DOMAINS="$T_DOMAINS $1"
         rm -f "$images/$1.log"
         $VIRSH create "$T_TMP/$1.xml" >/dev/null

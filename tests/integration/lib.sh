@@ -243,6 +243,31 @@ domain_xml() {
 EOF
 }
 
+# spin_kernel DIR: builds bench/guest/spin.S (a multiboot kernel that counts in
+# a loop forever, a byte to COM1 per round) as DIR/spin.elf.
+spin_kernel() {
+        gcc -m32 -c -o "$T_TMP/spin.o" "$SRCDIR/bench/guest/spin.S" &&
+                ld -m elf_i386 -Ttext=0x100000 -e _start -o "$1/spin.elf" "$T_TMP/spin.o"
+}
+
+# spin_domain_xml NAME KERNEL [POLICY_ATTRIBUTES] [SERIAL_LOG]: a 1-vCPU guest
+# booting KERNEL (spin_kernel), its serial port written to SERIAL_LOG.
+spin_domain_xml() {
+        local meta="" serial=""
+        [ -n "${3:-}" ] && meta="<metadata><kvmtune:policy xmlns:kvmtune='urn:kvmtuned:tuning:1' $3/></metadata>"
+        [ -n "${4:-}" ] && serial="<serial type='file'><source path='$4'/></serial>"
+        cat <<XML
+<domain type='qemu'>
+  <name>$1</name>
+  $meta
+  <memory unit='MiB'>32</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='pc'>hvm</type><kernel>$2</kernel></os>
+  <devices>$serial<memballoon model='none'/></devices>
+</domain>
+XML
+}
+
 # define_domain NAME VCPUS IOTHREADS [POLICY_ATTRIBUTES]
 define_domain() {
         domain_xml "$@" > "$T_TMP/$1.xml"

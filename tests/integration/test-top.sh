@@ -22,27 +22,12 @@ T_MANAGED='kvmtuned-test-top-*'
 TMUX_SESSION=kvmtuned-test-top-$$
 trap 'tmux kill-session -t $TMUX_SESSION 2>/dev/null; t_cleanup' EXIT
 
-gcc -m32 -c -o "$T_TMP/spin.o" "$SRCDIR/bench/guest/spin.S" &&
-        ld -m elf_i386 -Ttext=0x100000 -e _start -o "$T_TMP/spin.elf" "$T_TMP/spin.o" ||
-        skip_all "cannot build the spinning guest kernel (gcc -m32, ld -m elf_i386)"
-chmod 0755 "$T_TMP" && chmod 0644 "$T_TMP/spin.elf"
+chmod 0755 "$T_TMP"
+spin_kernel "$T_TMP" || skip_all "cannot build the spinning guest kernel (gcc -m32, ld -m elf_i386)"
+chmod 0644 "$T_TMP/spin.elf"
 
-spin_xml() {    # spin_xml NAME [POLICY_ATTRIBUTES]
-        local meta=""
-        [ -n "${2:-}" ] && meta="<metadata><kvmtune:policy xmlns:kvmtune='urn:kvmtuned:tuning:1' $2/></metadata>"
-        cat <<XML
-<domain type='qemu'>
-  <name>$1</name>
-  $meta
-  <memory unit='MiB'>32</memory>
-  <vcpu>1</vcpu>
-  <os><type arch='x86_64' machine='pc'>hvm</type><kernel>$T_TMP/spin.elf</kernel></os>
-  <devices><memballoon model='none'/></devices>
-</domain>
-XML
-}
-start_spinner() {
-        spin_xml "$@" > "$T_TMP/$1.xml"
+start_spinner() {       # start_spinner NAME [POLICY_ATTRIBUTES]
+        spin_domain_xml "$1" "$T_TMP/spin.elf" "${2:-}" > "$T_TMP/$1.xml"
         T_DOMAINS="$T_DOMAINS $1"
         $VIRSH create "$T_TMP/$1.xml" >/dev/null
 }
