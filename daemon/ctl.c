@@ -10,7 +10,7 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "ctl.h"
+#include "ctl-priv.h"
 #include "kvmtune/log.h"
 #include "kvmtune/proto.h"
 #include "kvmtune/util.h"
@@ -486,10 +486,6 @@ struct ctl_server *ctl_server_free(struct ctl_server *s) {
 
 void ctl_server_set_max_connections(struct ctl_server *s, unsigned max) {
         s->max_conns = max;
-}
-
-void ctl_server_set_max_per_uid(struct ctl_server *s, unsigned max) {
-        s->max_per_uid = max;
 }
 
 void ctl_server_set_idle_timeout(struct ctl_server *s, uint64_t usec) {

@@ -17,7 +17,7 @@
  * Authorisation: the peer's uid is taken with SO_PEERCRED at accept. Anyone the
  * socket file's mode admits (0666) may call read-only methods; methods marked
  * privileged are answered with error "permission-denied" unless the peer is
- * root (or the uid set with ctl_server_set_privileged_uid(), for tests). */
+ * root (or the uid set with ctl_server_set_privileged_uid(), ctl-priv.h, for tests). */
 #pragma once
 
 #include <stdbool.h>
@@ -153,17 +153,6 @@ int ctl_server_new(sd_event *e, const char *path, int listen_fd,
 
 /* Closes every connection and the listening socket. Accepts NULL; returns NULL. */
 struct ctl_server *ctl_server_free(struct ctl_server *s);
-
-/* Tuning, mainly for tests. */
-void ctl_server_set_max_connections(struct ctl_server *s, unsigned max);
-void ctl_server_set_max_per_uid(struct ctl_server *s, unsigned max);
-void ctl_server_set_idle_timeout(struct ctl_server *s, uint64_t usec);
-/* The peer uid allowed to call privileged methods (default 0, root). Tests
- * running as root set another uid to see the refusal, getuid() the success. */
-void ctl_server_set_privileged_uid(struct ctl_server *s, uid_t uid);
-
-/* Number of open client connections (tests). */
-unsigned ctl_server_connections(const struct ctl_server *s);
 
 /* Socket activation: the first fd passed by systemd that is an AF_UNIX stream
  * listening socket, or -1 when none (not activated). Unsets LISTEN_* env. */

@@ -236,7 +236,8 @@ const struct isolate_ops isolate_host_ops = {
 
 /* ---- the daemon's side ------------------------------------------------------------------------ */
 
-const char *isolate_inactive_reason(const struct daemon *d) {
+/* Why isolation is not applied at all, NULL when it is. */
+static const char *isolate_inactive_reason(const struct daemon *d) {
         if (d->topology_path)
                 return "--topology: the CPU numbers are not the host's";
         if (d->sysfs_root && *d->sysfs_root && !streq(d->sysfs_root, "/"))

@@ -105,8 +105,6 @@ bool isolate_busy(const struct isolate *s);
 void isolate_update(struct daemon *d);
 /* Puts everything back (kvmtuned stops). */
 void isolate_stop(struct daemon *d);
-/* Why isolation is not applied at all, NULL when it is. */
-const char *isolate_inactive_reason(const struct daemon *d);
 /* kvmtunectl isolation on|off (switch 1/0; -1: back to the configuration). */
 void isolate_switch(struct daemon *d, int on);
 /* What is in force and what was skipped: the ISOLATION object of ctl.h. */

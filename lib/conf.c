@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "kvmtune/conf.h"
+#include "conf-priv.h"
 #include "kvmtune/isolate.h"
 #include "kvmtune/util.h"
 

@@ -11,6 +11,7 @@
 #include <libxml/tree.h>
 
 #include "kvmtune/domxml.h"
+#include "domxml-priv.h"
 #include "kvmtune/util.h"
 #include "xmltree.h"
 

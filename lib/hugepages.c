@@ -9,6 +9,7 @@
 
 #include "kvmtune/hostfs.h"
 #include "kvmtune/hugepages.h"
+#include "hugepages-priv.h"
 #include "kvmtune/log.h"
 #include "kvmtune/util.h"
 
@@ -338,7 +339,8 @@ int hugepages_apply_plan(const struct hugepages_host *h, const struct hugepages_
 
 /* --- report --------------------------------------------------------------- */
 
-const char *hugepages_strerror(int error) {
+/* Short message for a hugepages error code. */
+static const char *hugepages_strerror(int error) {
         switch (error) {
         case -ENODEV:
                 return "no such NUMA node";

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "kvmtune/proto.h"
+#include "proto-priv.h"
 #include "kvmtune/util.h"
 
 

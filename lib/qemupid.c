@@ -8,6 +8,7 @@
 
 #include "kvmtune/hostfs.h"
 #include "kvmtune/qemupid.h"
+#include "qemupid-priv.h"
 #include "kvmtune/util.h"
 
 /* A pid as text: 1..INT_MAX. */

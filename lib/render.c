@@ -29,25 +29,6 @@ char *render_bitmap_list(hwloc_const_bitmap_t b) {
         return s;
 }
 
-/* os indexes in the given order, consecutive ascending runs as "a-b". */
-static char *ordered_list(const unsigned *os, int n) {
-        size_t len = (size_t) n * 24 + 1;
-        char *s = xcalloc(1, len);
-        size_t off = 0;
-
-        for (int i = 0; i < n;) {
-                int j = i;
-
-                while (j + 1 < n && os[j + 1] == os[j] + 1)
-                        j++;
-                off += snprintf(s + off, len - off, "%s%u", i ? "," : "", os[i]);
-                if (j > i)
-                        off += snprintf(s + off, len - off, "-%u", os[j]);
-                i = j + 1;
-        }
-        return s;
-}
-
 /* ---- the domain ----------------------------------------------------------------- */
 
 struct json_object *render_policy_json(const struct policy *p) {
@@ -84,14 +65,13 @@ static struct json_object *vcpus_json(const struct topo *t, const struct alloc *
         return arr;
 }
 
-static struct json_object *iothreads_json(const struct topo *t, const struct alloc *a, const struct plan *p,
-                                          const int *ids) {
+static struct json_object *iothreads_json(const struct topo *t, const struct alloc *a, const struct plan *p) {
         struct json_object *arr = json_object_new_array();
 
         for (int i = 0; i < p->niothread; i++) {
                 struct json_object *v = json_object_new_object();
 
-                json_object_object_add(v, "id", json_object_new_int(ids ? ids[i] : i + 1));
+                json_object_object_add(v, "id", json_object_new_int(i + 1));
                 json_object_object_add(v, "cpus", cpus_json(plan_resolve(t, a, p, &p->iothreads[i])));
                 json_object_array_add(arr, v);
         }
@@ -117,9 +97,8 @@ static struct json_object *memory_json(const struct plan *p) {
         return o;
 }
 
-struct json_object *render_domain_json_ids(const struct topo *t, const struct alloc *a, const struct plan *p,
-                                           const struct policy *pol, const char *name,
-                                           const int *iothread_ids) {
+struct json_object *render_domain_json(const struct topo *t, const struct alloc *a, const struct plan *p,
+                                       const struct policy *pol, const char *name) {
         struct json_object *o = json_object_new_object();
         struct json_object *emu = json_object_new_object();
 
@@ -129,55 +108,10 @@ struct json_object *render_domain_json_ids(const struct topo *t, const struct al
         json_object_object_add(o, "vcpus", vcpus_json(t, a, p));
         json_object_object_add(emu, "cpus", cpus_json(plan_resolve(t, a, p, &p->emulator)));
         json_object_object_add(o, "emulator", emu);
-        json_object_object_add(o, "iothreads", iothreads_json(t, a, p, iothread_ids));
+        json_object_object_add(o, "iothreads", iothreads_json(t, a, p));
         json_object_object_add(o, "numa", numa_json(t, p));
         json_object_object_add(o, "memory", memory_json(p));
         return o;
-}
-
-struct json_object *render_domain_json(const struct topo *t, const struct alloc *a, const struct plan *p,
-                                       const struct policy *pol, const char *name) {
-        return render_domain_json_ids(t, a, p, pol, name, NULL);
-}
-
-/* ---- human one-liners ------------------------------------------------------------ */
-
-char *render_plan_nodes(const struct topo *t, const struct plan *p) {
-        _cleanup_bitmap_ hwloc_bitmap_t b = hwloc_bitmap_alloc();
-
-        if (!b)
-                abort();
-        for (int i = 0; i < p->nnode; i++)
-                hwloc_bitmap_set(b, t->nodes[p->nodes[i]].os);
-        return p->nnode ? render_bitmap_list(b) : xstrdup("-");
-}
-
-char *render_plan_vcpus(const struct topo *t, const struct alloc *a, const struct plan *p) {
-        _cleanup_free_ unsigned *os = NULL;
-        _cleanup_free_ char *pool = NULL;
-
-        if (p->nvcpu == 0)
-                return xstrdup("-");
-        if (!p->dedicated) {
-                _cleanup_bitmap_ hwloc_bitmap_t b = plan_vcpu_cpus(t, a, p, 0);
-
-                pool = render_bitmap_list(b);
-                return xasprintf("pool %s", pool);
-        }
-        os = xcalloc(p->nvcpu, sizeof(*os));
-        for (int i = 0; i < p->nvcpu; i++)
-                os[i] = t->pus[p->vcpu_pu[i]].os;
-        return ordered_list(os, p->nvcpu);
-}
-
-char *render_place_set(const struct topo *t, const struct alloc *a, const struct plan *p,
-                       const struct place_set *s) {
-        static const char *const kinds[] = { [PLACE_SHARED] = "shared", [PLACE_DEDICATED] = "dedicated",
-                                             [PLACE_VCPUS] = "vcpus" };
-        _cleanup_bitmap_ hwloc_bitmap_t b = plan_resolve(t, a, p, s);
-        _cleanup_free_ char *list = render_bitmap_list(b);
-
-        return xasprintf("%s %s", s->kind <= PLACE_VCPUS ? kinds[s->kind] : "?", list);
 }
 
 /* ---- aligned tables ---------------------------------------------------------------- */
@@ -244,10 +178,6 @@ void table_add_row(struct table *tb, ...) {
         while ((s = va_arg(ap, const char *)))
                 table_add_cell(tb, s);
         va_end(ap);
-}
-
-int table_rows(const struct table *tb) {
-        return tb->nrow;
 }
 
 static int table_ncol(const struct table *tb) {

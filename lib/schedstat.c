@@ -7,6 +7,7 @@
 
 #include "kvmtune/hostfs.h"
 #include "kvmtune/schedstat.h"
+#include "schedstat-priv.h"
 #include "kvmtune/util.h"
 #include "xmltree.h"
 

@@ -10,6 +10,7 @@
 #include "kvmtune/render.h"
 #include "kvmtune/util.h"
 #include "kvmtune/workload.h"
+#include "workload-priv.h"
 
 #define WORKLOAD_MAX_VCPUS 4096
 #define WORKLOAD_MAX_IOTHREADS 1024
@@ -594,7 +595,8 @@ static void print_summary(struct json_object *sum, FILE *out) {
         fputc('\n', out);
 }
 
-void workload_print_human(struct json_object *report, FILE *out) {
+/* Prints a report from workload_replay() as an aligned table with a summary. */
+static void workload_print_human(struct json_object *report, FILE *out) {
         _cleanup_(table_freep) struct table *tb = table_new();
         struct json_object *results = get(report, "results");
         size_t n = results ? json_object_array_length(results) : 0;

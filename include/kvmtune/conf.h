@@ -58,8 +58,6 @@ struct conf {
  * On error returns negative errno, writes "FILE:LINE: message" into err
  * (errlen bytes) and leaves *ret untouched. *ret is owned by the caller. */
 int conf_load(const char *path, bool missing_ok, struct conf **ret, char *err, size_t errlen);
-/* Parses one buffer as if it were file 'name' (tests, fuzzing). */
-int conf_load_string(const char *name, const char *text, struct conf **ret, char *err, size_t errlen);
 struct conf *conf_free(struct conf *c);
 static inline void conf_freep(struct conf **c) { conf_free(*c); }
 
@@ -67,9 +65,6 @@ static inline void conf_freep(struct conf **c) { conf_free(*c); }
  * list syntax ("0,1", "0-3,8"), empty string: none, unset: NULL (caller uses
  * placement_default_reserved()). Returns 0 or -EINVAL. */
 int conf_reserved_cpus(const struct conf *c, hwloc_bitmap_t *ret);
-
-/* The first [domain] section whose glob matches name, or NULL. */
-const struct conf_domain *conf_domain_match(const struct conf *c, const char *name);
 
 /* The effective policy for a domain: built-in defaults, then [defaults], then the
  * first matching [domain] section, then the metadata policy (may be NULL), key by

@@ -48,9 +48,3 @@ struct domxml {
  * message in err). *ret is owned by the caller. */
 int domxml_parse(const char *xml, size_t len, struct domxml **ret, char *err, size_t errlen);
 struct domxml *domxml_free(struct domxml *d);
-
-/* Parses the policy element alone (what virDomainGetMetadata returns for our
- * namespace). Unknown attributes are ignored, bad values are -EINVAL. */
-int domxml_parse_policy(const char *xml, struct policy *ret, char *err, size_t errlen);
-/* Formats a policy element for virDomainSetMetadata (keys in p->set only). */
-char *domxml_format_policy(const struct policy *p);

@@ -111,15 +111,6 @@ uint64_t hugepages_size_kib(int size);
 /* "2M"/"2048k"/"2MiB", "1G"/"1GiB"/"1048576k" to a size index, else -EINVAL. */
 int hugepages_size_from_string(const char *s);
 
-/* hostfs implementations, usable by fake ops that wrap a fixture tree.
- * read: -ENODEV when node N does not exist, -EOPNOTSUPP when the node has no
- * pool of that size, other negative errno when a file is unreadable. */
-int hugepages_read_pool(const char *root, unsigned node_os, int size, struct hugepages_pool *ret);
-int hugepages_write_pool(const char *root, unsigned node_os, int size, uint64_t count);
-/* Compacts node N's memory (nodeN/compact), or all memory (compact_memory)
- * when the kernel has no per-node file. */
-int hugepages_compact(const char *root, unsigned node_os);
-
 /* Decide: targets from c->hugepages[] and the host's nodes. Per-node counts are
  * taken as given (nodes not named are left alone); a plain total is spread
  * evenly over the nodes with memory and CPUs (memory-only nodes, such as HBM
@@ -131,16 +122,6 @@ int hugepages_compact(const char *root, unsigned node_os);
 int hugepages_plan(const struct conf *c, const struct topo *t, struct hugepages_plan *ret,
                    char *err, size_t errlen);
 void hugepages_plan_done(struct hugepages_plan *p);
-
-/* Act on one pool: read it, raise count to the persistent pages in use (never
- * shrink below them; a request to shrink never grows the pool), write nothing
- * when the pool already holds the target, else
- * write, read back, and while short compact and retry, HUGEPAGES_MAX_TRIES
- * writes at most. *ret is filled in every case, failures included, so the
- * caller can report it. Returns 0 (pool at target or short: see
- * hugepages_result_short) or negative errno (also in ret->error). */
-int hugepages_apply_pool(const struct hugepages_host *h, unsigned node_os, int size,
-                         uint64_t count, struct hugepages_result *ret);
 
 /* The run-time change behind "kvmtunectl hugepages reserve": the same checks as
  * hugepages_apply_pool on the real sysfs ops under sysfs_root. */
@@ -155,8 +136,6 @@ int hugepages_apply_plan(const struct hugepages_host *h, const struct hugepages_
 /* "node 1 1G: 16 requested, 12 reserved (short by 4 after 3 tries with
  * compaction)". Returns buf. */
 const char *hugepages_format_result(const struct hugepages_result *r, char *buf, size_t len);
-/* Short message for a hugepages error code. */
-const char *hugepages_strerror(int error);
 
 /* True when the osrelease string ("6.1.0-18-amd64") is at least 5.16. */
 bool hugepages_kernel_has_node_syntax(const char *osrelease);

@@ -90,11 +90,6 @@ void proto_reply_done(struct proto_reply *r);
 int proto_request_parse(const char *buf, size_t len, struct proto_request *ret,
                         char **ret_error);
 
-/* Parse one reply line. Returns 0, -EMSGSIZE (over PROTO_MAX_REPLY), -EBADMSG
- * (not a JSON object, or neither "result" object nor "error" object with a
- * string "code"). */
-int proto_reply_parse(const char *buf, size_t len, struct proto_reply *ret);
-
 /* Serialise a message, newline included; the caller frees the string. params
  * and result may be NULL (an empty object is sent); they are not consumed. */
 char *proto_request_format(const char *method, struct json_object *params);

@@ -14,15 +14,6 @@
 
 #define QEMUPID_STATE_DIR "/run/libvirt/qemu"   /* libvirt's qemu:///system state */
 
-/* The pid attribute of the <domstatus> root element of status XML text.
- * 0, or -EINVAL when there is no such element or attribute or it is not a
- * pid (1..INT_MAX). */
-int qemupid_parse_status(const char *xml, pid_t *ret);
-
-/* Whether a command line as /proc/PID/cmdline holds it (len bytes of
- * NUL-separated arguments) carries "-uuid" followed by uuid (any case). */
-bool qemupid_cmdline_has_uuid(const char *cmd, size_t len, const char *uuid);
-
 /* The pid libvirt recorded for domain name (the raw name) in dir below root
  * (NULL: the host): from dir/NAME.xml, else dir/NAME.pid (older layouts, test
  * fixtures) when the status XML names none. 0, or the pid file's error

@@ -26,31 +26,16 @@ struct json_object *render_policy_json(const struct policy *p);
 
 /* A placed domain: {"name", "policy", "vcpus": [{"vcpu", "cpus": [os...]}],
  * "emulator": {"cpus"}, "iothreads": [{"id", "cpus"}], "numa": {"nodes": [os],
- * "mode"}, "memory": {"kib", "page_kib"}}. CPU sets are resolved against 'a'
- * (shared-pool threads float over the pool as it is now). name may be NULL (no
- * "name" key). iothread_ids: libvirt's iothread ids, plan->niothread of them, or
- * NULL for 1..N. New reference, owned by the caller. */
+ * "mode"}, "memory": {"kib", "page_kib"}}, iothread ids 1..N. CPU sets are
+ * resolved against 'a' (shared-pool threads float over the pool as it is now).
+ * name may be NULL (no "name" key). New reference, owned by the caller. */
 struct json_object *render_domain_json(const struct topo *t, const struct alloc *a, const struct plan *p,
                                        const struct policy *pol, const char *name);
-struct json_object *render_domain_json_ids(const struct topo *t, const struct alloc *a, const struct plan *p,
-                                           const struct policy *pol, const char *name,
-                                           const int *iothread_ids);
 
 /* An audit (SPEC.md advise): {"name", "policy", "findings": [{"id", "severity",
  * "target", "message", "fix", "source", "applied"}], "counts": {"warning",
  * "info"}, "applied": n} plus "skipped" when a check could not run (why). New reference. */
 struct json_object *render_advise_json(const struct advise_result *res);
-
-/* Human one-liners for a plan. malloc'd, owned by the caller.
- * render_plan_nodes: node os indexes "0" or "0,1".
- * render_plan_vcpus: dedicated vCPUs as their PUs in vCPU order with runs
- *   compressed ("4-7,52" = vCPU0 on 4 ... vCPU4 on 52); shared: "pool 1-23,49-71".
- * render_place_set: an emulator/iothread set as "dedicated 2", "vcpus 4-7" or
- *   "shared 1-23". */
-char *render_plan_nodes(const struct topo *t, const struct plan *p);
-char *render_plan_vcpus(const struct topo *t, const struct alloc *a, const struct plan *p);
-char *render_place_set(const struct topo *t, const struct alloc *a, const struct plan *p,
-                       const struct place_set *s);
 
 /* Aligned text table: columns are as wide as their widest cell, separated by
  * two spaces, no trailing blanks. The header is row 0; rows may have fewer
@@ -66,5 +51,4 @@ void table_add_row(struct table *tb, ...);
 void table_new_row(struct table *tb);
 void table_add_cell(struct table *tb, const char *s);
 void table_add_cellf(struct table *tb, const char *fmt, ...) _printf_(2, 3);
-int table_rows(const struct table *tb);
 void table_print(const struct table *tb, FILE *f);

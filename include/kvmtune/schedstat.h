@@ -15,8 +15,6 @@ struct schedstat {
         uint64_t slices;                /* times it was scheduled in */
 };
 
-/* Parses "RUN DELAY SLICES\n". 0, or -EINVAL for anything else. */
-int schedstat_parse(const char *text, struct schedstat *ret);
 /* Reads /proc/PID/task/TID/schedstat below root (NULL: the host). 0, -EINVAL,
  * or the read error (-ENOENT: the thread is gone, or no CONFIG_SCHED_INFO). */
 int schedstat_read(const char *root, pid_t pid, pid_t tid, struct schedstat *ret);

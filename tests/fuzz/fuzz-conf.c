@@ -9,6 +9,7 @@
 
 #include "kvmtune/conf.h"
 #include "kvmtune/util.h"
+#include "../../lib/conf-priv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,6 +9,7 @@
 
 #include "kvmtune/util.h"
 #include "kvmtune/domxml.h"
+#include "../../lib/domxml-priv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,6 +11,7 @@
 
 #include "kvmtune/proto.h"
 #include "kvmtune/util.h"
+#include "../../lib/proto-priv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

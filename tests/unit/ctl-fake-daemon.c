@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <signal.h>
 
-#include "../../daemon/ctl.h"
+#include "../../daemon/ctl-priv.h"
 #include "kvmtune/util.h"
 
 static const char status_json[] =

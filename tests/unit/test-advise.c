@@ -8,6 +8,7 @@
 #include "kvmtune/util.h"
 #include "kvmtune/advise.h"
 #include "kvmtune/conf.h"
+#include "../../lib/conf-priv.h"
 #include "tap.h"
 #include "test-data.h"
 

@@ -9,6 +9,7 @@
 #include "kvmtune/conf.h"
 #include "kvmtune/isolate.h"
 #include "kvmtune/util.h"
+#include "../../lib/conf-priv.h"
 #include "tap.h"
 #include "test-data.h"
 

@@ -15,9 +15,10 @@
 #include <grp.h>
 #include <time.h>
 
-#include "../../daemon/ctl.h"
+#include "../../daemon/ctl-priv.h"
 #include "kvmtune/proto.h"
 #include "kvmtune/util.h"
+#include "../../lib/proto-priv.h"
 #include "tap.h"
 
 #define BIG_REPLY (4U * 1024U * 1024U)

@@ -5,6 +5,7 @@
 #include "kvmtune/util.h"          /* domxml.h needs size_t */
 #include "kvmtune/domxml.h"
 #include "kvmtune/hugepages.h"
+#include "../../lib/domxml-priv.h"
 #include "tap.h"
 #include "test-data.h"
 

@@ -16,8 +16,10 @@
 #include "kvmtune/hugepages.h"
 #include "kvmtune/placement.h"
 #include "kvmtune/pools.h"
+#include "../../lib/hugepages-priv.h"
 #include "../../lib/qemuproc-priv.h"
 #include "kvmtune/util.h"
+#include "../../lib/conf-priv.h"
 #include "tap.h"
 #include "test-data.h"
 

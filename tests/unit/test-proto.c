@@ -5,6 +5,7 @@
 
 #include "kvmtune/proto.h"
 #include "kvmtune/util.h"
+#include "../../lib/proto-priv.h"
 #include "tap.h"
 
 static int parse(const char *s, struct proto_request *ret) {

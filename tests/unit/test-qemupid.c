@@ -9,6 +9,7 @@
 
 #include "kvmtune/qemupid.h"
 #include "kvmtune/util.h"
+#include "../../lib/qemupid-priv.h"
 #include "tap.h"
 
 #define UUID "8a6c3b0e-1d2f-4e5a-9b7c-0123456789ab"

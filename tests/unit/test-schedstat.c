@@ -14,6 +14,7 @@
 #include "kvmtune/schedstat.h"
 #include "kvmtune/topo.h"
 #include "kvmtune/util.h"
+#include "../../lib/schedstat-priv.h"
 #include "tap.h"
 
 static void test_parse(void) {
