@@ -84,6 +84,15 @@ taskset -pc "$(online_cpus)" "$1" >/dev/null
 wait_for 5 busy_off "$DED"
 ok $? "a process that widened its mask is confined again within the rescan period"
 
+# Switched off and back by kvmtunectl (root).
+ctl isolation off >/dev/null
+busy_back
+ok $? "kvmtunectl isolation off: the masks are back when it returns"
+is "$(ctl --json isolation | jq -r .in_force)" none "isolation off: nothing in force"
+ctl isolation config >/dev/null
+busy_off "$DED"
+ok $? "kvmtunectl isolation config: confined again when it returns"
+
 # ---- put back: guest stops, kvmtuned stops, kvmtuned killed and restarted -------------
 
 $VIRSH destroy $A >/dev/null
