@@ -460,14 +460,15 @@ static struct domain *domain_get(struct daemon *d, virDomainPtr dom) {
         return dm ? dm : domain_add(d, name, uuid);
 }
 
-/* Decides with the facts already read, applies and records. A domain that
- * just started (DECIDE_START) with the record of an earlier run in its
- * definition keeps those PUs when they are free and its policy is unchanged:
- * libvirt already pinned it there before its vCPUs ran. */
-static int domain_update(struct daemon *d, virDomainPtr dom, struct domain *dm, struct facts *f,
-                         enum decide_when when) {
+/* Takes the facts already read, releases what the domain held, decides and
+ * takes the decision (holds, state). Returns true when pins must be applied.
+ * A domain that just started (DECIDE_START) with the record of an earlier
+ * run in its definition keeps those PUs when they are free and its policy is
+ * unchanged: libvirt already pinned it there before its vCPUs ran. */
+static bool domain_settle(struct daemon *d, struct domain *dm, struct facts *f, enum decide_when when,
+                          enum decide_action *ret_action) {
         struct decision dec;
-        int r = 0;
+        bool apply;
 
         dm->seen = true;
         dm->hooked = false;
@@ -478,12 +479,22 @@ static int domain_update(struct daemon *d, virDomainPtr dom, struct domain *dm, 
         dm->persisted = dm->persisted || (f->has_record && f->record.dedicated);
         if (dec.action == DECIDE_ADOPT)
                 dlog(dm, LOG_INFO, "started on the PUs recorded in its definition, keeping them");
-        if (domain_take(d, dm, f, &dec)) {
+        apply = domain_take(d, dm, f, &dec);
+        *ret_action = dec.action;
+        decision_done(&dec);
+        return apply;
+}
+
+static int domain_update(struct daemon *d, virDomainPtr dom, struct domain *dm, struct facts *f,
+                         enum decide_when when) {
+        enum decide_action action;
+        int r = 0;
+
+        if (domain_settle(d, dm, f, when, &action)) {
                 r = domain_apply(d, dom, dm);
                 domains_follow_pool(d);
-        } else if (dec.action == DECIDE_UNPIN)
+        } else if (action == DECIDE_UNPIN)
                 domain_unpin(d, dom, dm);
-        decision_done(&dec);
         domain_log_result(dm);
         return r;
 }
@@ -551,24 +562,15 @@ int domains_resync_pass(struct daemon *d, virDomainPtr dom, int pass) {
 
 int domains_place_xml(struct daemon *d, const struct domxml *x, pid_t pid, struct domain **ret) {
         struct domain *dm = domains_find_uuid(d, x->uuid);
-        struct decision dec;
+        enum decide_action action;
         struct facts f;
         bool apply;
 
         if (!dm)
                 dm = domain_add(d, x->name, x->uuid);
         *ret = dm;
-        dm->seen = true;
-        dm->hooked = false;
-        domain_release_hold(d, dm);
         facts_from_xml(d, x, pid, &f);
-        domain_set_facts(dm, &f);
-        domain_decide(d, dm, &f, DECIDE_START, &dec);
-        dm->persisted = dm->persisted || (f.has_record && f.record.dedicated);
-        if (dec.action == DECIDE_ADOPT)
-                dlog(dm, LOG_INFO, "started on the PUs recorded in its definition, keeping them");
-        apply = domain_take(d, dm, &f, &dec);
-        decision_done(&dec);
+        apply = domain_settle(d, dm, &f, DECIDE_START, &action);
         facts_done(&f);
         if (!apply) {
                 domain_log_result(dm);
