@@ -56,20 +56,6 @@ static char *text_dup(const xmlNode *n) {
         return xstrndup(s, e - s);
 }
 
-static int parse_int(const char *s, int min, int max, int *ret) {
-        long v;
-        char *end;
-
-        if (!s || !*s || *s == ' ' || *s == '+')
-                return -EINVAL;
-        errno = 0;
-        v = strtol(s, &end, 10);
-        if (errno || *end || v < min || v > max)
-                return -EINVAL;
-        *ret = (int) v;
-        return 0;
-}
-
 /* ---- the policy element ------------------------------------------------------ */
 
 static int policy_from_node(const xmlNode *n, struct policy *ret, char *err, size_t errlen) {
@@ -148,7 +134,7 @@ static int read_identity(const xmlNode *root, struct domxml *d, char *err, size_
                 memcpy(d->uuid, uuid, 37);
         d->type = attr_dup(root, "type");
         d->id = -1;
-        if (id && parse_int(id, -1, INT32_MAX, &d->id) < 0)
+        if (id && safe_atoi(id, -1, INT32_MAX, &d->id) < 0)
                 return fail(err, errlen, "invalid domain id \"%s\"", id);
         return 0;
 }
@@ -159,9 +145,9 @@ static int read_vcpus(const xmlNode *root, struct domxml *d, char *err, size_t e
         _cleanup_free_ char *cur = n ? attr_dup(n, "current") : NULL;
 
         d->vcpus = 1;                   /* libvirt's default without <vcpu> */
-        if (max && parse_int(max, 1, DOMXML_MAX_ITEMS, &d->vcpus) < 0)
+        if (max && safe_atoi(max, 1, DOMXML_MAX_ITEMS, &d->vcpus) < 0)
                 return fail(err, errlen, "invalid <vcpu> count \"%s\"", max);
-        if (cur && parse_int(cur, 1, d->vcpus, &d->vcpus) < 0)
+        if (cur && safe_atoi(cur, 1, d->vcpus, &d->vcpus) < 0)
                 return fail(err, errlen, "invalid <vcpu current=\"%s\">", cur);
         return 0;
 }
@@ -169,7 +155,7 @@ static int read_vcpus(const xmlNode *root, struct domxml *d, char *err, size_t e
 static int iothread_id(const xmlNode *n, int *ret, char *err, size_t errlen) {
         _cleanup_free_ char *id = attr_dup(n, "id");
 
-        if (!id || parse_int(id, 1, INT32_MAX, ret) < 0)
+        if (!id || safe_atoi(id, 1, INT32_MAX, ret) < 0)
                 return fail(err, errlen, "invalid <iothread id=\"%s\">", id ? id : "");
         return 0;
 }
@@ -182,7 +168,7 @@ static int read_iothreads(const xmlNode *root, struct domxml *d, char *err, size
         if (ids) {
                 FOREACH_CHILD(c, ids, "iothread")
                         n++;
-        } else if (count && parse_int(count, 0, DOMXML_MAX_ITEMS, &n) < 0)
+        } else if (count && safe_atoi(count, 0, DOMXML_MAX_ITEMS, &n) < 0)
                 return fail(err, errlen, "invalid <iothreads> count \"%s\"", count);
         if (n > DOMXML_MAX_ITEMS)
                 return fail(err, errlen, "too many iothreads (%d)", n);
@@ -322,7 +308,7 @@ static int read_pins(const xmlNode *cputune, const char *elem, const char *idatt
                 _cleanup_free_ char *id = attr_dup(c, idattr);
                 struct domxml_pin *p = &(*ret)[*ret_n];
 
-                if (!id || parse_int(id, 0, INT32_MAX, &p->id) < 0)
+                if (!id || safe_atoi(id, 0, INT32_MAX, &p->id) < 0)
                         return fail(err, errlen, "invalid <%s %s=\"%s\">", elem, idattr, id ? id : "");
                 if (!(p->cpuset = attr_dup(c, "cpuset")))
                         return fail(err, errlen, "<%s %s=\"%s\"> has no cpuset", elem, idattr, id);
