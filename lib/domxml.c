@@ -110,13 +110,14 @@ char *domxml_format_policy(const struct policy *p) {
                 policy_numa_to_string(p->numa), policy_page_to_string(p->page),
                 policy_placement_to_string(p->placement),
         };
-        char buf[256] = "<policy";
+        struct strbuf b = {};
 
+        strbuf_add(&b, "<policy");
         for (size_t i = 0; i < ELEMENTSOF(keys); i++)
                 if (p->set & keys[i].bit)
-                        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " %s=\"%s\"",
-                                 keys[i].name, values[i]);
-        return xasprintf("%s/>", buf);
+                        strbuf_add(&b, " %s=\"%s\"", keys[i].name, values[i]);
+        strbuf_add(&b, "/>");
+        return b.s;
 }
 
 /* ---- the domain -------------------------------------------------------------- */

@@ -102,6 +102,23 @@ void strbuf_add(struct strbuf *b, const char *fmt, ...) {
         free(piece);
 }
 
+char *format_runs(const int *v, int n) {
+        struct strbuf b = {};
+
+        strbuf_add(&b, "%s", "");
+        for (int i = 0; i < n;) {
+                int j = i;
+
+                while (j + 1 < n && v[j + 1] == v[j] + 1)
+                        j++;
+                strbuf_add(&b, "%s%d", i ? "," : "", v[i]);
+                if (j > i)
+                        strbuf_add(&b, "-%d", v[j]);
+                i = j + 1;
+        }
+        return b.s;
+}
+
 int error_set(char *err, size_t errlen, int r, const char *fmt, ...) {
         va_list ap;
 

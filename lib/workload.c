@@ -530,24 +530,17 @@ static char *cpus_list(struct json_object *arr) {
 /* Dedicated vCPUs: their PUs in vCPU order, ascending runs compressed
  * ("4-7,52" = vCPU 0 on 4 ... vCPU 4 on 52); shared: the pool they float over. */
 static char *vcpus_text(struct json_object *vcpus) {
-        size_t n = vcpus ? json_object_array_length(vcpus) : 0, off = 0, len = n * 24 + 1;
-        _cleanup_free_ char *s = xcalloc(1, len);
+        size_t n = vcpus ? json_object_array_length(vcpus) : 0;
+        _cleanup_free_ int *cpu = xcalloc(n + 1, sizeof *cpu);
 
-        for (size_t i = 0; i < n;) {
-                size_t j = i;
-
+        for (size_t i = 0; i < n; i++) {
                 if (!single_cpu(vcpus, i)) {
                         _cleanup_free_ char *l = cpus_list(get(json_object_array_get_idx(vcpus, i), "cpus"));
                         return xasprintf("pool %s", l);
                 }
-                while (j + 1 < n && single_cpu(vcpus, j + 1) && vcpu_cpu(vcpus, j + 1) == vcpu_cpu(vcpus, j) + 1)
-                        j++;
-                off += snprintf(s + off, len - off, "%s%d", i ? "," : "", vcpu_cpu(vcpus, i));
-                if (j > i)
-                        off += snprintf(s + off, len - off, "-%d", vcpu_cpu(vcpus, j));
-                i = j + 1;
+                cpu[i] = vcpu_cpu(vcpus, i);
         }
-        return xstrdup(n ? s : "-");
+        return n ? format_runs(cpu, (int)n) : xstrdup("-");
 }
 
 static void add_result_row(struct table *tb, struct json_object *r) {

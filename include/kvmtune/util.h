@@ -58,6 +58,9 @@ struct strbuf {
         size_t len;
 };
 void strbuf_add(struct strbuf *b, const char *fmt, ...) _printf_(2, 3);
+/* Numbers in the given order, consecutive ascending runs as "a-b":
+ * {4,5,6,7,52} -> "4-7,52" ("" for none). Caller frees. */
+char *format_runs(const int *v, int n);
 
 /* Parse "16G", "512M", "1024k", "4096" (bytes) into KiB. Returns 0 or -EINVAL. */
 int parse_size_kib(const char *s, unsigned long long *ret_kib);

@@ -84,6 +84,13 @@ static void test_strbuf(void) {
         is_str(b.s, "vcpus=\"0:1-2\" x", "strbuf: pieces appended");
         is_int((int)b.len, (int)strlen(b.s), "strbuf: length kept");
         free(b.s);
+        {
+                static const int v[] = { 4, 5, 6, 7, 52, 9, 10, 3 };
+                _cleanup_free_ char *runs = format_runs(v, ELEMENTSOF(v)), *none = format_runs(v, 0);
+
+                is_str(runs, "4-7,52,9-10,3", "runs: ascending runs compressed, order kept");
+                is_str(none, "", "runs: none");
+        }
 }
 
 static void test_policy_text(void) {
