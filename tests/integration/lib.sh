@@ -352,8 +352,7 @@ cpu_list_canon() {
 
 # ---- kvmtuned ----------------------------------------------------------------
 
-# write_config [EXTRA_SECTIONS]: reserved_cpus $T_RESERVED (empty by default:
-# tiny host). Only this
+# write_config [EXTRA_SECTIONS]: reserved_cpus empty (tiny host). Only this
 # test's domains are managed (cpu = shared unless EXTRA_SECTIONS or metadata
 # say otherwise): every other domain on the host (another test, a benchmark)
 # is left alone, so tests and daemons running side by side do not fight.
@@ -368,7 +367,7 @@ write_config() {
                 echo "[libvirt]"
                 echo "uri = $URI"
                 echo "[host]"
-                echo "reserved_cpus = ${T_RESERVED:-}"
+                echo "reserved_cpus ="
                 echo "isolation = $T_ISOLATION"
                 echo "isolation_scope = $T_ISOLATION_SCOPE"
                 echo "[defaults]"

@@ -157,6 +157,7 @@ answers_error "a hook request with broken XML" \
 answers_error "half a request, then the client closes" "$(printf '{"method": "kvmtune.v1.St' | raw send-close)"
 is "$(guest_threads)" "$before" "no thread of any guest moved through the malformed requests"
 
+fds_before=$(ls /proc/"$T_DAEMON_PID"/fd | wc -l)
 "$RAW" "$T_SOCK" stall 15 > "$T_TMP/stall" &
 stall_pid=$!
 
@@ -165,7 +166,6 @@ stall_pid=$!
 nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 PY=/usr/bin/python3             # root's PATH may lead into /root, closed to uid 65534
 chmod 755 "$T_TMP"
-fds_before=$(ls /proc/"$T_DAEMON_PID"/fd | wc -l)
 nobody "$BUILDDIR/cli/kvmtunectl" --socket "$T_SOCK" reload >/dev/null 2>"$T_TMP/err"
 is "$?" 1 "uid 65534 is refused reload"
 grep -q "permission denied" "$T_TMP/err"
