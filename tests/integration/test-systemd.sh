@@ -117,14 +117,18 @@ ok "$(kctl --json status >/dev/null; echo $?)" "the restarted daemon answers kvm
 
 # ---- a bad configuration: ExecStartPre fails with FILE:LINE ---------------------
 cp "$CT_ROOT$CONF" "$CT_DIR/good.conf"
-printf '[defaults]\nbogus = 1\n' >> "$CT_ROOT$CONF"
+printf '[libvirt]\nbogus = 1\n' >> "$CT_ROOT$CONF"
 line=$(wc -l < "$CT_ROOT$CONF")
 ct systemctl restart kvmtuned 2>/dev/null
 ok "$([ $? -ne 0 ]; echo $?)" "systemctl restart with a bad configuration fails"
 ok "$(ct systemctl status kvmtuned --no-pager 2>/dev/null | grep -q 'ExecStartPre=.*status=1'; echo $?)" \
         "it is ExecStartPre (--check-config) that failed"
-ok "$(journal -o cat | grep -q "^$CONF:$line: "; echo $?)" \
-        "the journal has FILE:LINE: $(journal -o cat | grep -m1 "^$CONF:$line: ")"
+# journald may file the line a moment after the unit failed: poll.
+wait_for 10 sh -c "nsenter -t $CT_LEADER -a -- journalctl --sync; nsenter -t $CT_LEADER -a -- journalctl -q -b \
+        -t kvmtuned --no-pager -o cat | grep -q '^$CONF:$line: '"
+rc=$?
+ok $rc "the journal has FILE:LINE: $(ct journalctl -q -b -t kvmtuned --no-pager -o cat | grep -m1 "^$CONF:$line: ")"
+[ $rc -eq 0 ] || ct journalctl -q -b -u kvmtuned --no-pager | tail -15 | sed 's/^/#   /'
 cp "$CT_DIR/good.conf" "$CT_ROOT$CONF"
 ct systemctl reset-failed kvmtuned 2>/dev/null
 ct systemctl start kvmtuned
