@@ -71,10 +71,14 @@ else
 fi
 
 echo "== fuzzing smoke run: each libFuzzer target ${FUZZ_SECONDS:-15} s under ASan (clang)"
-if command -v clang >/dev/null && build "$builddir/fuzz" CC=clang --enable-fuzzing --enable-asan \
-        && make -s -j"$jobs" tests/fuzz/fuzz-domxml tests/fuzz/fuzz-conf tests/fuzz/fuzz-proto tests/fuzz/fuzz-advise \
-                tests/fuzz/fuzz-isolate; then
-        for t in domxml conf proto advise isolate; do
+fuzzers=(domxml conf proto advise isolate)
+if ! command -v clang >/dev/null; then
+        skipped=$((skipped + ${#fuzzers[@]})); echo "skipped: clang is not installed"
+elif ! build "$builddir/fuzz" CC=clang --enable-fuzzing --enable-asan \
+        || ! make -s -j"$jobs" "${fuzzers[@]/#/tests/fuzz/fuzz-}"; then
+        failed=$((failed + 1)); echo "FAIL: the fuzz build (clang is installed)"
+else
+        for t in "${fuzzers[@]}"; do
                 corpus=$(mktemp -d)
                 seeds=$top/tests/fixtures/$t; [ -d "$seeds" ] || seeds=
                 if ASAN_OPTIONS=detect_leaks=1 "$builddir/fuzz/tests/fuzz/fuzz-$t" \
@@ -85,8 +89,6 @@ if command -v clang >/dev/null && build "$builddir/fuzz" CC=clang --enable-fuzzi
                 fi
                 rm -rf "$corpus"
         done
-else
-        skipped=$((skipped + 5)); echo "skipped: no clang, or the fuzz build failed"
 fi
 
 echo "== integration tests (real libvirtd + QEMU)"
