@@ -26,8 +26,6 @@
 #include "kvmtune/topo.h"
 #include "metrics.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct domxml *, domxml_free)
-
 /* A message about one domain, with its DOMAIN= and DOMAIN_UUID= fields. */
 #define dlog(dm, level, ...) log_full((level), (dm)->name, (dm)->uuid, 0, __VA_ARGS__)
 

@@ -153,7 +153,7 @@ static int hook_refuse(struct daemon *d, struct domain *dm, struct json_object *
 
 static int hook_started(struct daemon *d, const struct hook_params *hp, struct json_object **ret_result,
                         char **ret_error) {
-        _cleanup_(domxml_freep) struct domxml *x = NULL;
+        _cleanup_domxml_ struct domxml *x = NULL;
         char err[256] = "", reason[PLACEMENT_REASON_MAX] = "";
         struct domain *dm = NULL;
         long ticks = 0;

@@ -132,8 +132,6 @@ static void xml_uuid(const char *xml, char uuid[37]) {
                 snprintf(uuid, 37, "%.36s", p + 6);
 }
 
-static inline void json_putp(struct json_object **o) { json_object_put(*o); }
-
 /* Sends the request; 0 with *ret filled, or a negative errno (already told). */
 static int call_daemon(struct json_object *params, int ms, struct proto_reply *ret) {
         const char *path = proto_socket_path(NULL);
@@ -147,7 +145,7 @@ static int call_daemon(struct json_object *params, int ms, struct proto_reply *r
         fd = proto_connect(path);
         if (fd < 0)
                 return give_up("cannot reach kvmtuned at %s: %s", path, strerror(-fd)), fd;
-        r = proto_call(fd, HOOK_METHOD, params, ms, ret);
+        r = proto_call_formatted(fd, req, ms, ret);
         if (r == -ETIMEDOUT)
                 return give_up("kvmtuned did not answer within %d ms", ms), r;
         if (r < 0)
@@ -184,7 +182,7 @@ static int add_started(struct json_object *params, const char *name, const char 
 }
 
 static int run(const char *name, const char *stage) {
-        _cleanup_(json_putp) struct json_object *params = json_object_new_object();
+        _cleanup_json_ struct json_object *params = json_object_new_object();
         _cleanup_free_ char *xml = NULL;
         struct proto_reply rep = {};
         size_t len = 0;

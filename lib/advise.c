@@ -34,8 +34,6 @@
         "43,397 IOPS), the gain needs several busy disks; seeds/000 gave the data, log and system " \
         "disks each their own (dedicatedIOThread), part of 87% -> 98%"
 
-static inline void domxml_freep(struct domxml **d) { domxml_free(*d); }
-
 struct advise {
         xmlNode *dom;
         const struct domxml *facts;
@@ -929,7 +927,7 @@ int advise_audit(const char *xml, size_t len, const struct advise_request *req,
                  struct advise_result *ret, char *err, size_t errlen) {
         static const struct advise_request none = {};
         _cleanup_xmldoc_ xmlDoc *doc = read_xml(xml, len, err, errlen);
-        _cleanup_(domxml_freep) struct domxml *facts = NULL;
+        _cleanup_domxml_ struct domxml *facts = NULL;
         struct advise a = { .req = req ? req : &none, .apply = req && req->apply };
 
         if (!doc)

@@ -17,8 +17,6 @@
 
 #define DOMXML_MAX_ITEMS 4096           /* vCPUs, iothreads, pins, hostdevs */
 
-static inline void domxml_freep(struct domxml **d) { domxml_free(*d); }
-
 #define fail(err, errlen, ...) error_set((err), (errlen), -EINVAL, __VA_ARGS__)
 
 /* ---- tree helpers: libvirt's own elements carry no namespace ---------------- */
@@ -353,7 +351,7 @@ static int read_domain(const xmlNode *root, struct domxml *d, char *err, size_t 
 }
 
 int domxml_read_root(const xmlNode *root, struct domxml **ret, char *err, size_t errlen) {
-        _cleanup_(domxml_freep) struct domxml *d = NULL;
+        _cleanup_domxml_ struct domxml *d = NULL;
 
         if (root && root->ns && xmlStrEqual(root->name, BAD_CAST "domain"))
                 return fail(err, errlen, "root element <domain> is in namespace %s, not libvirt's",

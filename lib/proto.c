@@ -317,9 +317,7 @@ static int recv_line(int fd, struct proto_buf *b, int64_t deadline, size_t *ret_
         }
 }
 
-int proto_call(int fd, const char *method, struct json_object *params,
-               int timeout_ms, struct proto_reply *ret) {
-        _cleanup_free_ char *req = proto_request_format(method, params);
+int proto_call_formatted(int fd, const char *req, int timeout_ms, struct proto_reply *ret) {
         int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : -1;
         struct proto_buf b = { 0 };
         size_t len;
@@ -334,4 +332,11 @@ int proto_call(int fd, const char *method, struct json_object *params,
                 r = proto_reply_parse(b.data, len, ret);
         proto_buf_done(&b);
         return r;
+}
+
+int proto_call(int fd, const char *method, struct json_object *params,
+               int timeout_ms, struct proto_reply *ret) {
+        _cleanup_free_ char *req = proto_request_format(method, params);
+
+        return proto_call_formatted(fd, req, timeout_ms, ret);
 }

@@ -48,3 +48,5 @@ struct domxml {
  * message in err). *ret is owned by the caller. */
 int domxml_parse(const char *xml, size_t len, struct domxml **ret, char *err, size_t errlen);
 struct domxml *domxml_free(struct domxml *d);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct domxml *, domxml_free)
+#define _cleanup_domxml_ _cleanup_(domxml_freep)

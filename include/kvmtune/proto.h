@@ -137,3 +137,6 @@ int proto_sockaddr(const char *path, struct sockaddr_un *ret);
  * another negative errno from the socket. */
 int proto_call(int fd, const char *method, struct json_object *params,
                int timeout_ms, struct proto_reply *ret);
+/* proto_call() with the request already formatted (proto_request_format()),
+ * for a caller that measures it first. */
+int proto_call_formatted(int fd, const char *req, int timeout_ms, struct proto_reply *ret);

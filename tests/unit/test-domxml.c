@@ -9,9 +9,6 @@
 #include "tap.h"
 #include "test-data.h"
 
-static inline void domxml_freep(struct domxml **d) { domxml_free(*d); }
-#define _cleanup_domxml_ _cleanup_(domxml_freep)
-
 static int parse_fixture(const char *name, struct domxml **ret, char *err, size_t errlen) {
         size_t len;
         _cleanup_free_ char *rel = xasprintf("domxml/%s", name);
