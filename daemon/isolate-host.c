@@ -317,20 +317,28 @@ static char *record_path(const struct daemon *d) {
         return xasprintf("%s/isolation", dirname(sock));
 }
 
+static void isolate_run_now(struct daemon *d);
+
 static int on_rescan(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *userdata) {
         struct daemon *d = userdata;
 
         d->isolate_timer = sd_event_source_unref(d->isolate_timer);
-        isolate_update(d);
+        isolate_run_now(d);
         return 0;
 }
 
-static void rescan_arm(struct daemon *d) {
-        if (d->isolate_timer || !d->event || !isolate_busy(d->isolate))
-                return;
-        if (sd_event_add_time_relative(d->event, &d->isolate_timer, CLOCK_MONOTONIC, ISOLATE_RESCAN_USEC,
-                                       100 * 1000, on_rescan, d) < 0)
-                log_warning("Cannot arm the isolation rescan; new host tasks are confined at the next change");
+/* The next pass in usec (0: as soon as the loop is back, after the event
+ * being handled: the hook's answer is not delayed by a pass). */
+static int rescan_arm(struct daemon *d, uint64_t usec) {
+        uint64_t now = 0;
+        int r = sd_event_now(d->event, CLOCK_MONOTONIC, &now);
+
+        if (r < 0)
+                return r;
+        if (d->isolate_timer)
+                return sd_event_source_set_time(d->isolate_timer, now + usec);
+        return sd_event_add_time(d->event, &d->isolate_timer, CLOCK_MONOTONIC, now + usec,
+                                 usec ? 100 * 1000 : 0, on_rescan, d);
 }
 
 static void isolate_run(struct daemon *d, unsigned what) {
@@ -341,7 +349,8 @@ static void isolate_run(struct daemon *d, unsigned what) {
         isolate_pass(d->isolate, what, d->conf->isolation_scope, online, ded, g, n);
 }
 
-void isolate_update(struct daemon *d) {
+/* A pass, then the next one in a second while anything is in force. */
+static void isolate_run_now(struct daemon *d) {
         _cleanup_free_ char *path = NULL;
 
         if (!d->scanned || isolate_inactive_reason(d))
@@ -351,7 +360,15 @@ void isolate_update(struct daemon *d) {
                 isolate_new(NULL, path, &isolate_host_ops, NULL, &d->isolate);
         }
         isolate_run(d, daemon_isolation(d));
-        rescan_arm(d);
+        if (d->event && isolate_busy(d->isolate) && rescan_arm(d, ISOLATE_RESCAN_USEC) < 0)
+                log_warning("Cannot arm the isolation rescan; new host tasks are confined at the next change");
+}
+
+void isolate_update(struct daemon *d) {
+        if (!d->scanned || isolate_inactive_reason(d))
+                return;
+        if (!d->event || rescan_arm(d, 0) < 0)
+                isolate_run_now(d);
 }
 
 void isolate_stop(struct daemon *d) {
@@ -368,7 +385,7 @@ void isolate_stop(struct daemon *d) {
 
 void isolate_switch(struct daemon *d, int on) {
         d->isolation_switch = on;
-        isolate_update(d);
+        isolate_run_now(d);             /* kvmtunectl's answer shows the result */
 }
 
 static unsigned in_force(const struct daemon *d) {

@@ -100,8 +100,9 @@ int isolate_pass(struct isolate *s, unsigned what, const char *scope, hwloc_cons
 bool isolate_busy(const struct isolate *s);
 
 /* The daemon's side (kvmtuned.c, domains.c, methods.c): */
-/* Recomputes the dedicated set from the placements and runs a pass; also
- * arms the periodic rescan. No-op until the first libvirt scan is done. */
+/* The dedicated PUs may have changed: a pass runs as soon as the event loop
+ * is back (the dedicated set recomputed from the placements), then every
+ * second while anything is in force. No-op until the first libvirt scan. */
 void isolate_update(struct daemon *d);
 /* Puts everything back (kvmtuned stops). */
 void isolate_stop(struct daemon *d);
