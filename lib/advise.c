@@ -91,7 +91,7 @@ static uint64_t number_of(const xmlNode *n, const char *name, uint64_t def) {
                 return def;
         for (size_t i = strlen(buf); i > 0 && strchr(" \t\r\n", buf[i - 1]); i--)
                 buf[i - 1] = '\0';
-        return parse_u64(buf + strspn(buf, " \t\r\n"), 10, &x) < 0 ? def : x;
+        return safe_atou64(buf + strspn(buf, " \t\r\n"), &x) < 0 ? def : x;
 }
 
 /* Inserts n as parent's child after its first element called after (else last). */

@@ -244,13 +244,10 @@ static int read_metadata(const xmlNode *root, struct domxml *d, char *err, size_
 
 static int hex_attr(const xmlNode *n, const char *name, uint64_t max, uint64_t *ret) {
         _cleanup_free_ char *v = attr_dup(n, name);
-        const char *s = v;
 
         if (!v)
                 return -ENOENT;
-        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-                s += 2;
-        if (parse_u64(s, 16, ret) < 0 || *ret > max)
+        if (safe_atox64(v, ret) < 0 || *ret > max)
                 return -EINVAL;
         return 0;
 }

@@ -9,7 +9,6 @@
 #include "kvmtune/schedstat.h"
 #include "schedstat-priv.h"
 #include "kvmtune/util.h"
-#include "xmltree.h"
 
 int schedstat_parse(const char *text, struct schedstat *ret) {
         _cleanup_free_ char *copy = xstrdup(text);
@@ -18,7 +17,7 @@ int schedstat_parse(const char *text, struct schedstat *ret) {
         int n = 0;
 
         for (; tok && n < 3; tok = strtok_r(NULL, " \n", &save), n++)
-                if (parse_u64(tok, 10, &v[n]) < 0)
+                if (safe_atou64(tok, &v[n]) < 0)
                         return -EINVAL;
         if (n != 3 || tok)
                 return -EINVAL;

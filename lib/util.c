@@ -30,26 +30,31 @@ char *xasprintf(const char *fmt, ...) {
         return s;
 }
 
-int safe_atou64_prefix(const char *s, uint64_t *ret, const char **ret_end) {
+/* The digits of base (10 or 16) from s, at least one; *ret_end after them. */
+static int parse_digits(const char *s, int base, uint64_t *ret, const char **ret_end) {
+        size_t n = s ? strspn(s, base == 16 ? "0123456789abcdefABCDEF" : "0123456789") : 0;
         unsigned long long v;
         char *end;
 
-        if (!s || *s < '0' || *s > '9')
+        if (n == 0)
                 return -EINVAL;
         errno = 0;
-        v = strtoull(s, &end, 10);
+        v = strtoull(s, &end, base);
         if (errno == ERANGE)
                 return -ERANGE;
+        if (end != s + n)
+                return -EINVAL;         /* strtoull's own "0x" after a 0 */
         *ret = v;
         if (ret_end)
                 *ret_end = end;
         return 0;
 }
 
-int safe_atou64(const char *s, uint64_t *ret) {
+/* The whole of s in base, trailing blanks allowed. */
+static int parse_whole(const char *s, int base, uint64_t *ret) {
         const char *end;
         uint64_t v;
-        int r = safe_atou64_prefix(s, &v, &end);
+        int r = parse_digits(s, base, &v, &end);
 
         if (r < 0)
                 return r;
@@ -57,6 +62,20 @@ int safe_atou64(const char *s, uint64_t *ret) {
                 return -EINVAL;
         *ret = v;
         return 0;
+}
+
+int safe_atou64_prefix(const char *s, uint64_t *ret, const char **ret_end) {
+        return parse_digits(s, 10, ret, ret_end);
+}
+
+int safe_atou64(const char *s, uint64_t *ret) {
+        return parse_whole(s, 10, ret);
+}
+
+int safe_atox64(const char *s, uint64_t *ret) {
+        if (s && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+                s += 2;
+        return parse_whole(s, 16, ret);
 }
 
 int safe_atoi(const char *s, int min, int max, int *ret) {

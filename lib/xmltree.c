@@ -63,20 +63,6 @@ xmlDoc *read_xml(const char *xml, size_t len, char *err, size_t errlen) {
         return doc;
 }
 
-int parse_u64(const char *s, int base, uint64_t *ret) {
-        unsigned long long v;
-        char *end;
-
-        if (!s || !*s || *s == '-' || *s == '+' || isspace((unsigned char) *s))
-                return -EINVAL;
-        errno = 0;
-        v = strtoull(s, &end, base);
-        if (errno || *end)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 /* Bytes per unit of libvirt's unit= attribute; none: KiB. */
 static int unit_bytes(const char *unit, uint64_t *ret) {
         static const char prefixes[] = "kmgtpe";
@@ -112,7 +98,7 @@ int size_kib(const xmlNode *n, const char *value, const char *what, uint64_t *re
 
         if (unit_bytes((const char *) unit, &mult) < 0)
                 return error_set(err, errlen, -EINVAL, "%s: unknown unit \"%s\"", what, (const char *) unit);
-        if (parse_u64(value, 10, &v) < 0)
+        if (safe_atou64(value, &v) < 0)
                 return error_set(err, errlen, -EINVAL, "%s: invalid size \"%s\"", what, value ? value : "");
         if (v > UINT64_MAX / mult)
                 return error_set(err, errlen, -EINVAL, "%s: size %s%s is too large", what, value,

@@ -49,10 +49,6 @@ static inline xmlNode *next_sibling(const xmlNode *n, const char *name) {
  * caller frees it) or NULL with "not well-formed XML: line N: ..." or why in err. */
 xmlDoc *read_xml(const char *xml, size_t len, char *err, size_t errlen);
 
-/* Unsigned decimal or hex (base 16) number, the whole string, no sign or blank.
- * Returns 0 or -EINVAL (*ret untouched). */
-int parse_u64(const char *s, int base, uint64_t *ret);
-
 /* value with n's unit= attribute (libvirt's virScaleInteger(): b/bytes, k M G T
  * P E alone or with iB (powers of 1024) or B (powers of 1000), case-insensitive;
  * none: KiB) to KiB, rounded up like libvirt. what names the value in err.

@@ -42,10 +42,12 @@ int error_set(char *err, size_t errlen, int r, const char *fmt, ...) _printf_(4,
 /* The one checked number parser: a decimal that starts with a digit (no sign,
  * no blank), -ERANGE past UINT64_MAX. safe_atou64_prefix() stops at the first
  * non-digit (*ret_end, may be NULL); safe_atou64() allows only trailing blanks
- * (" \t\n") after it; safe_atoi() takes an int in [min, max], with no blanks.
+ * (" \t\n") after it; safe_atox64() is safe_atou64() in hex, with an optional
+ * 0x; safe_atoi() takes an int in [min, max], with no blanks.
  * 0 or -EINVAL/-ERANGE; *ret untouched on failure. */
 int safe_atou64_prefix(const char *s, uint64_t *ret, const char **ret_end);
 int safe_atou64(const char *s, uint64_t *ret);
+int safe_atox64(const char *s, uint64_t *ret);
 int safe_atoi(const char *s, int min, int max, int *ret);
 
 /* CLOCK_MONOTONIC in microseconds. */

@@ -65,6 +65,16 @@ static void test_numbers(void) {
         is_int(safe_atou64(NULL, &u), -EINVAL, "u64: NULL");
         ok(u == UINT64_MAX, "u64: untouched on failure");
         ok(safe_atou64_prefix("64 kB", &u, &end) == 0 && u == 64 && streq(end, " kB"), "u64 prefix: stops at the unit");
+        ok(safe_atox64("1f", &u) == 0 && u == 0x1f, "hex: digits");
+        ok(safe_atox64("0X00aB", &u) == 0 && u == 0xab, "hex: an 0X prefix, either case");
+        ok(safe_atox64("ffffffffffffffff", &u) == 0 && u == UINT64_MAX, "hex: the largest");
+        is_int(safe_atox64("10000000000000000", &u), -ERANGE, "hex: overflow");
+        is_int(safe_atox64("0x", &u), -EINVAL, "hex: a prefix without digits");
+        is_int(safe_atox64("0x0x1", &u), -EINVAL, "hex: a second prefix");
+        is_int(safe_atox64("1g", &u), -EINVAL, "hex: trailing garbage");
+        is_int(safe_atox64("-1", &u), -EINVAL, "hex: a sign");
+        is_int(safe_atou64("0x10", &u), -EINVAL, "u64: no hex prefix");
+        ok(u == UINT64_MAX, "hex: untouched on failure");
         ok(safe_atoi("-3", -5, 5, &i) == 0 && i == -3, "int: negative in range");
         is_int(safe_atoi("6", -5, 5, &i), -ERANGE, "int: above max");
         is_int(safe_atoi("-2147483649", INT32_MIN, INT32_MAX, &i), -ERANGE, "int: below INT_MIN");
