@@ -1046,15 +1046,11 @@ static int refuse_cpu(const struct ctx *c, const char *where, char reason[PLACEM
         return -ENOSPC;
 }
 
-/* "; short by 64 pages on node 0": what the roomiest node lacks, so the operator
- * knows how much to reserve or free there. */
-static void refuse_memory_shortfall(const struct ctx *c, char reason[PLACEMENT_REASON_MAX]) {
+/* "; short by 64 pages on node 0": what the roomiest node (best) lacks, so the
+ * operator knows how much to reserve or free there. */
+static void refuse_memory_shortfall(const struct ctx *c, int best, char reason[PLACEMENT_REASON_MAX]) {
         char buf[32];
-        int best = -1;
 
-        for (int n = 0; n < c->t->nnode; n++)
-                if (c->t->nodes[n].npu > 0 && (best < 0 || c->ncap[n].mem > c->ncap[best].mem))
-                        best = n;
         if (best < 0 || c->ncap[best].mem >= c->need.m)
                 return;
         if (c->need.page >= 0)
@@ -1065,27 +1061,30 @@ static void refuse_memory_shortfall(const struct ctx *c, char reason[PLACEMENT_R
                     fmt_kib(c->need.m - c->ncap[best].mem, buf, sizeof buf), c->t->nodes[best].os);
 }
 
+/* "needs 8 GiB of memory; free: node 0: 2 GiB, node 1: 4 GiB; short by ...". */
 static int refuse_memory(const struct ctx *c, char reason[PLACEMENT_REASON_MAX]) {
         char buf[32];
         bool pages = c->need.page >= 0;
+        int best = -1;
 
         reason[0] = '\0';
         say(reason, "needs %s of %s; free:", fmt_kib(c->req->memory_kib, buf, sizeof buf),
             pages ? (c->need.page == TOPO_PAGE_1G ? "1G pages" : "2M pages") : "memory");
-        for (int n = 0, first = 1; n < c->t->nnode; n++) {
+        for (int n = 0; n < c->t->nnode; n++) {
                 if (c->t->nodes[n].npu == 0)
                         continue;
                 if (pages)
-                        say(reason, "%s node %u: %llu", first ? "" : ",", c->t->nodes[n].os,
+                        say(reason, "%s node %u: %llu", best < 0 ? "" : ",", c->t->nodes[n].os,
                             (unsigned long long)c->ncap[n].mem);
                 else
-                        say(reason, "%s node %u: %s", first ? "" : ",", c->t->nodes[n].os,
+                        say(reason, "%s node %u: %s", best < 0 ? "" : ",", c->t->nodes[n].os,
                             fmt_kib(c->ncap[n].mem, buf, sizeof buf));
-                first = 0;
+                if (best < 0 || c->ncap[n].mem > c->ncap[best].mem)
+                        best = n;
         }
         if (pages)
                 say(reason, " pages");
-        refuse_memory_shortfall(c, reason);
+        refuse_memory_shortfall(c, best, reason);
         return -ENOSPC;
 }
 
