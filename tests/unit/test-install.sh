@@ -23,6 +23,11 @@ run_make() {
         return $r
 }
 
+# Where the hook goes: libvirt/hooks/qemu.d by default, /usr/libexec/kvmtuned in
+# the Debian package (--with-libvirthookdir): its last two components.
+hookdir=$(sed -n 's/^libvirthookdir = //p' "$builddir/Makefile")
+hook="$(basename "$(dirname "$hookdir")")/$(basename "$hookdir")/kvmtuned"
+
 # The one installed file whose path ends in $1 (below DESTDIR), or nothing.
 installed() {
         find "$dest" \( -type f -o -type l \) -path "*/$1" | head -n 1
@@ -31,7 +36,7 @@ installed() {
 run_make install
 ok_rc $? "make install DESTDIR=..."
 
-for f in sbin/kvmtuned bin/kvmtunectl libvirt/hooks/qemu.d/kvmtuned; do
+for f in sbin/kvmtuned bin/kvmtunectl "$hook"; do
         p=$(installed "$f")
         [ -n "$p" ] && [ -x "$p" ]
         ok_rc $? "installs $f, executable"
@@ -64,7 +69,7 @@ done
 # Nothing else: every installed file is one of the above (a new install rule
 # belongs in this list).
 extra=$(find "$dest" -type f | grep -v -e '/sbin/kvmtuned$' -e '/bin/kvmtunectl$' \
-        -e '/libvirt/hooks/qemu.d/kvmtuned$' -e '/systemd/system/kvmtuned.service$' \
+        -e "/$hook\$" -e '/systemd/system/kvmtuned.service$' \
         -e '/systemd/system/kvmtuned-hugepages.service$' -e '/man8/kvmtuned.8$' \
         -e '/systemd/system/kvmtuned-metrics.service$' -e '/systemd/system/kvmtuned-metrics.timer$' \
         -e '/man1/kvmtunectl.1$' -e '/man5/kvmtuned.conf.5$' -e '/kvmtuned/kvmtuned.conf$' \
