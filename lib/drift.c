@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kvmtune/drift.h"
+#include "kvmtune/isolate.h"
 #include "kvmtune/util.h"
 
 static char *drift_list(hwloc_const_bitmap_t set) {
@@ -61,10 +62,9 @@ static const char *drift_status_value(const char *status, const char *key) {
 }
 
 int drift_parse_list(const char *text, hwloc_bitmap_t *ret) {
-        _cleanup_free_ char *value = xasprintf("%.*s", (int)strcspn(text, "\n"), text);
         hwloc_bitmap_t m = hwloc_bitmap_alloc();
 
-        if (*value && hwloc_bitmap_list_sscanf(m, value) < 0) {
+        if (text[strspn(text, " \t")] != '\n' && text[0] && isolate_list_parse(text, m) < 0) {
                 hwloc_bitmap_free(m);
                 return -EINVAL;
         }

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 
+#include "kvmtune/drift.h"
 #include "kvmtune/hostfs.h"
 #include "kvmtune/hugepages.h"
 #include "kvmtune/qemuproc.h"
@@ -136,25 +137,9 @@ long qemuproc_vcpu_ticks(const char *root, const struct qemuproc *q) {
 int qemuproc_read_affinity(const char *root, pid_t pid, pid_t tid, hwloc_bitmap_t *ret) {
         _cleanup_free_ char *path = xasprintf("/proc/%d/task/%d/status", (int)pid, (int)tid);
         _cleanup_free_ char *text = NULL;
-        char *line;
-        hwloc_bitmap_t m;
         int r = hostfs_read(root, path, &text);
 
-        if (r < 0)
-                return r;
-        line = strstr(text, "\nCpus_allowed_list:");
-        if (!line)
-                return -ENODATA;
-        line += strlen("\nCpus_allowed_list:");
-        line += strspn(line, " \t");
-        line[strcspn(line, "\n")] = '\0';
-        m = hwloc_bitmap_alloc();
-        if (hwloc_bitmap_list_sscanf(m, line) < 0 || hwloc_bitmap_iszero(m)) {
-                hwloc_bitmap_free(m);
-                return -EINVAL;
-        }
-        *ret = m;
-        return 0;
+        return r < 0 ? r : drift_status_list(text, "Cpus_allowed_list", ret);
 }
 
 /* ---- memory per node ---------------------------------------------------------- */
