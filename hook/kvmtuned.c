@@ -89,34 +89,6 @@ static void arm_alarm(int ms) {
         alarm((unsigned)(ms / 1000 + 1));
 }
 
-/* Reads stdin whole into *ret (NUL-terminated). -EFBIG over HOOK_XML_MAX. */
-static int read_stdin(char **ret, size_t *ret_len) {
-        size_t len = 0, cap = 65536;
-        char *buf = xmalloc(cap + 1);
-        ssize_t k;
-
-        for (;;) {
-                if (len == cap) {
-                        if (cap >= HOOK_XML_MAX)
-                                return free(buf), -EFBIG;
-                        cap *= 2;
-                        buf = xrealloc(buf, cap + 1);
-                }
-                k = read(STDIN_FILENO, buf + len, cap - len);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return free(buf), -errno;
-                if (k == 0)
-                        break;
-                len += (size_t)k;
-        }
-        buf[len] = '\0';
-        *ret = buf;
-        *ret_len = len;
-        return 0;
-}
-
 static const char *pid_dir(void) {
         const char *s = getenv(HOOK_PID_DIR_ENV);
 
@@ -190,9 +162,10 @@ static int run(const char *name, const char *stage) {
         int ms = timeout_ms(), r;
 
         arm_alarm(ms);
-        r = read_stdin(&xml, &len);
+        r = read_fd_all(STDIN_FILENO, HOOK_XML_MAX, &xml);
         if (r < 0)
                 return give_up("cannot read the domain XML on stdin: %s", strerror(-r));
+        len = (size_t)r;
         xml_uuid(xml, uuid);
         json_object_object_add(params, "stage", json_object_new_string(stage));
         json_object_object_add(params, "name", json_object_new_string(name));

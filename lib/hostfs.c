@@ -43,42 +43,13 @@ static int hostfs_open(const char *root, const char *path, int flags) {
         return fd < 0 ? -errno_or(EIO) : fd;
 }
 
-/* sysfs files report a size of 4096 whatever they hold, so read until EOF. */
-static int hostfs_read_fd(int fd, char **ret) {
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, cap = 4096;
-        ssize_t k;
-
-        buf = xmalloc(cap + 1);
-        for (;;) {
-                if (len == cap) {
-                        if (cap >= HOSTFS_READ_MAX)
-                                return -EFBIG;
-                        cap *= 2;
-                        buf = xrealloc(buf, cap + 1);
-                }
-                k = read(fd, buf + len, cap - len);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno_or(EIO);
-                if (k == 0)
-                        break;
-                len += (size_t)k;
-        }
-        buf[len] = '\0';
-        *ret = buf;
-        buf = NULL;
-        return (int)len;
-}
-
 int hostfs_read(const char *root, const char *path, char **ret) {
         _cleanup_close_ int fd = -1;
 
         fd = hostfs_open(root, path, O_RDONLY);
         if (fd < 0)
                 return fd;
-        return hostfs_read_fd(fd, ret);
+        return read_fd_all(fd, HOSTFS_READ_MAX, ret);     /* sysfs sizes say 4096 */
 }
 
 int hostfs_read_u64(const char *root, const char *path, uint64_t *ret) {

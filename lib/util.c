@@ -198,3 +198,31 @@ const char *format_size_kib(unsigned long long kib, char *buf, size_t len) {
         snprintf(buf, len, "%llu%c", kib, units[i]);
         return buf;
 }
+
+int read_fd_all(int fd, size_t max, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 4096;
+        ssize_t k;
+
+        buf = xmalloc(cap + 1);
+        for (;;) {
+                if (len == cap) {
+                        if (cap >= max)
+                                return -EFBIG;
+                        cap *= 2;
+                        buf = xrealloc(buf, cap + 1);
+                }
+                k = read(fd, buf + len, cap - len);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return errno > 0 ? -errno : -EIO;
+                if (k == 0)
+                        break;
+                len += (size_t)k;
+        }
+        buf[len] = '\0';
+        *ret = buf;
+        buf = NULL;
+        return (int)len;
+}

@@ -50,6 +50,11 @@ int safe_atou64(const char *s, uint64_t *ret);
 int safe_atox64(const char *s, uint64_t *ret);
 int safe_atoi(const char *s, int min, int max, int *ret);
 
+/* Reads fd until EOF (sysfs files and pipes say nothing of their size) into *ret,
+ * NUL-terminated, caller frees. Returns the length (max <= INT_MAX), -EFBIG when
+ * it reaches max bytes, or a negative errno from read(). */
+int read_fd_all(int fd, size_t max, char **ret);
+
 /* CLOCK_MONOTONIC in microseconds. */
 uint64_t now_usec(void);
 

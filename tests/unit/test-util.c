@@ -2,7 +2,9 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kvmtune/policy.h"
 #include "kvmtune/util.h"
@@ -127,11 +129,35 @@ static void test_policy_text(void) {
         is_int((int)policy_page_kib(POLICY_PAGE_NONE), 0, "page kib: none is 0 (base pages)");
 }
 
+/* A pipe holding text, its write end closed: what read_fd_all() gets from the hook's stdin. */
+static int pipe_of(const char *text, size_t len) {
+        int p[2];
+
+        if (pipe(p) < 0 || write(p[1], text, len) != (ssize_t)len)
+                abort();
+        close(p[1]);
+        return p[0];
+}
+
+static void test_read_fd_all(void) {
+        _cleanup_free_ char *big = xmalloc(5000), *got = NULL, *none = NULL;
+        _cleanup_close_ int fd = pipe_of("abc\n", 4), fd2 = -1;
+
+        is_int(read_fd_all(fd, 4096, &got), 4, "read_fd_all: the length until EOF");
+        is_str(got, "abc\n", "... the text, NUL-terminated");
+        memset(big, 'x', 5000);
+        fd2 = pipe_of(big, 5000);
+        is_int(read_fd_all(fd2, 4096, &none), -EFBIG, "read_fd_all: more than max is -EFBIG");
+        ok(!none, "... and nothing is returned");
+        is_int(read_fd_all(-1, 4096, &none), -EBADF, "read_fd_all: read()'s errno");
+}
+
 int main(void) {
         test_sizes();
         test_policy();
         test_numbers();
         test_strbuf();
         test_policy_text();
+        test_read_fd_all();
         return tap_done();
 }
