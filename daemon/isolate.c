@@ -47,14 +47,6 @@ struct pass {
         bool *visited;                  /* per record entry, by the end of the pass */
 };
 
-static hwloc_bitmap_t bitmap_new(void) {
-        hwloc_bitmap_t m = hwloc_bitmap_alloc();
-
-        if (!m)
-                abort();
-        return m;
-}
-
 static char *list_of(hwloc_const_bitmap_t m) {
         char *s = NULL;
 

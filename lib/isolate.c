@@ -25,14 +25,6 @@ const char *isolate_kind_to_string(enum isolate_kind k) {
         return k >= 0 && k < _ISOLATE_KIND_MAX ? kind_names[k] : "?";
 }
 
-static hwloc_bitmap_t bitmap_new(void) {
-        hwloc_bitmap_t m = hwloc_bitmap_alloc();
-
-        if (!m)
-                abort();
-        return m;
-}
-
 static hwloc_bitmap_t bitmap_dup(hwloc_const_bitmap_t src) {
         hwloc_bitmap_t m = src ? hwloc_bitmap_dup(src) : hwloc_bitmap_alloc();
 

@@ -224,14 +224,6 @@ void alloc_release(struct alloc *a, const struct topo *t, const struct plan *p, 
 
 /* --- bitmaps ---------------------------------------------------------------- */
 
-static hwloc_bitmap_t bitmap_new(void) {
-        hwloc_bitmap_t set = hwloc_bitmap_alloc();
-
-        if (!set)
-                abort();
-        return set;
-}
-
 hwloc_bitmap_t alloc_reserved_cpus(const struct alloc *a, const struct topo *t) {
         hwloc_bitmap_t set = bitmap_new();
 

@@ -16,6 +16,15 @@
 DEFINE_TRIVIAL_CLEANUP_FUNC(hwloc_bitmap_t, hwloc_bitmap_free)
 #define _cleanup_bitmap_ _cleanup_(hwloc_bitmap_freep)
 
+/* hwloc_bitmap_alloc() that aborts on allocation failure, like xmalloc(). */
+static inline hwloc_bitmap_t bitmap_new(void) {
+        hwloc_bitmap_t m = hwloc_bitmap_alloc();
+
+        if (!m)
+                abort();
+        return m;
+}
+
 #define TOPO_PAGE_SIZES 2               /* index 0: 2 MiB, 1: 1 GiB */
 #define TOPO_PAGE_2M 0
 #define TOPO_PAGE_1G 1
