@@ -259,10 +259,8 @@ static const struct domain *domain_by_id(const struct daemon *d, int id) {
 /* PUs held by placed dedicated domains (vCPUs, idle siblings, dedicated
  * emulator and iothread PUs); hand pins and reserved PUs are not. */
 static hwloc_bitmap_t daemon_dedicated(const struct daemon *d) {
-        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+        hwloc_bitmap_t set = bitmap_new();
 
-        if (!set)
-                abort();
         for (int pu = 0; d->alloc && pu < d->alloc->npu; pu++) {
                 const struct domain *dm = d->alloc->pu_owner[pu] > 0 ? domain_by_id(d, d->alloc->pu_owner[pu]) : NULL;
 
@@ -273,10 +271,8 @@ static hwloc_bitmap_t daemon_dedicated(const struct daemon *d) {
 }
 
 static hwloc_bitmap_t daemon_online(const struct daemon *d) {
-        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+        hwloc_bitmap_t set = bitmap_new();
 
-        if (!set)
-                abort();
         for (int pu = 0; pu < d->topo->npu; pu++)
                 hwloc_bitmap_set(set, d->topo->pus[pu].os);
         return set;
@@ -429,11 +425,8 @@ static void report_json(struct json_object *o, const struct isolate_report *r) {
 
 /* The CPUs taken off host work now, and the housekeeping CPUs left to it. */
 static void sets_json(struct json_object *o, const struct daemon *d) {
-        _cleanup_bitmap_ hwloc_bitmap_t online = daemon_online(d), ded = hwloc_bitmap_alloc(),
-                                        hk = hwloc_bitmap_alloc();
+        _cleanup_bitmap_ hwloc_bitmap_t online = daemon_online(d), ded = bitmap_new(), hk = bitmap_new();
 
-        if (!ded || !hk)
-                abort();
         if (d->isolate)
                 hwloc_bitmap_copy(ded, d->isolate->dedicated);
         hwloc_bitmap_andnot(hk, online, ded);

@@ -152,10 +152,8 @@ int alloc_reserve(struct alloc *a, const struct topo *t, hwloc_const_bitmap_t cp
  * the kernel's own work (timers, RCU, most IRQs) lands on CPU 0 first. A host
  * with a single core gets an empty set, so it can still run dedicated domains. */
 hwloc_bitmap_t placement_default_reserved(const struct topo *t) {
-        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+        hwloc_bitmap_t set = bitmap_new();
 
-        if (!set)
-                abort();
         if (!t || t->ncore < 2)
                 return set;
         for (int pu = t->cores[0].first_pu; pu < t->cores[0].first_pu + t->cores[0].npu; pu++)

@@ -647,10 +647,8 @@ unsigned topo_distance(const struct topo *t, int a, int b) {
 }
 
 hwloc_bitmap_t topo_pus_to_bitmap(const struct topo *t, const int *pus, int n) {
-        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+        hwloc_bitmap_t set = bitmap_new();
 
-        if (!set)
-                abort();
         for (int i = 0; i < n; i++) {
                 if (pus[i] < 0 || pus[i] >= t->npu) {
                         hwloc_bitmap_free(set);
