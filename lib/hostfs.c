@@ -13,10 +13,6 @@
 
 #define HOSTFS_READ_MAX (1024 * 1024)
 
-static int errno_or(int fallback) {
-        return errno > 0 ? errno : fallback;
-}
-
 static bool hostfs_is_host(const char *root) {
         return !root || !*root || streq(root, "/");
 }

@@ -41,10 +41,6 @@ struct build {
         hwloc_obj_t *group_key;
 };
 
-static int errno_or(int fallback) {
-        return errno > 0 ? errno : fallback;
-}
-
 static void topo_destroy_hwlocp(hwloc_topology_t *hw) {
         if (*hw)
                 hwloc_topology_destroy(*hw);

@@ -216,7 +216,7 @@ int read_fd_all(int fd, size_t max, char **ret) {
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0)
-                        return errno > 0 ? -errno : -EIO;
+                        return -errno_or(EIO);
                 if (k == 0)
                         break;
                 len += (size_t)k;

@@ -1,6 +1,7 @@
 /* Small helpers shared by lib/, daemon/ and tests/. */
 #pragma once
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(FILE *, fclose)
 #define _cleanup_fclose_ _cleanup_(fclosep)
 #define _cleanup_close_ _cleanup_(closep)
 
+/* errno after a call that may fail without setting it (libc or hwloc), else fallback. */
+static inline int errno_or(int fallback) { return errno > 0 ? errno : fallback; }
 static inline int streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
 /* The base page size in KiB (4 on x86), what "page_kib" says of base pages. */
 static inline unsigned long base_page_kib(void) { return (unsigned long)sysconf(_SC_PAGESIZE) / 1024; }
