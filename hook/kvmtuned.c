@@ -66,19 +66,16 @@ static void on_alarm(int sig) {
 
 static int timeout_ms(void) {
         const char *s = getenv(HOOK_TIMEOUT_ENV);
-        char *end;
-        long v;
+        int v;
 
         if (!s || !*s)
                 return HOOK_TIMEOUT_DEFAULT_MS;
-        errno = 0;
-        v = strtol(s, &end, 10);
-        if (errno || *end || v < 1 || v > HOOK_TIMEOUT_MAX_MS) {
+        if (safe_atoi(s, 1, HOOK_TIMEOUT_MAX_MS, &v) < 0) {
                 fprintf(stderr, PROG ": ignoring %s=%s (1..%d), using %d\n", HOOK_TIMEOUT_ENV, s,
                         HOOK_TIMEOUT_MAX_MS, HOOK_TIMEOUT_DEFAULT_MS);
                 return HOOK_TIMEOUT_DEFAULT_MS;
         }
-        return (int)v;
+        return v;
 }
 
 /* The whole program gets timeout + 1 s: connect() on a full backlog blocks. */
