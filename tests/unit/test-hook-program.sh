@@ -23,14 +23,17 @@ trap 'stop_server; rm -rf "$TMP"' EXIT
 
 # server MODE: a one-connection stand-in on $TMP/sock that saves the request
 # in $TMP/request and answers per MODE: ok, refuse, error, garbage, silent.
+# It is ready once it listens ($TMP/ready), not when bind() made the file.
 server() {
         stop_server
-        python3 - "$TMP/sock" "$TMP/request" "$1" <<'EOF' &
+        rm -f "$TMP/ready"
+        python3 - "$TMP/sock" "$TMP/request" "$1" "$TMP/ready" <<'EOF' &
 import json, socket, sys, time
-path, out, mode = sys.argv[1:4]
+path, out, mode, ready = sys.argv[1:5]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.bind(path)
 s.listen(4)
+open(ready, "w").close()
 while True:
     c, _ = s.accept()
     data = b""
@@ -54,8 +57,7 @@ while True:
     c.close()
 EOF
         SRV_PID=$!
-        i=0
-        while [ ! -S "$TMP/sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+        wait_until test -e "$TMP/ready"
 }
 
 XML="<domain type='qemu'><name>vm1</name><uuid>0b7e2c9a-7f1e-4a4e-9c51-2f3c3b7a1d11</uuid><vcpu>1</vcpu></domain>"
@@ -129,12 +131,16 @@ ok "no daemon: fail open" sh -c "[ $rc -eq 0 ] && grep -q 'cannot reach kvmtuned
 
 server silent
 hook started
-ok "a daemon that does not answer: fail open" sh -c "[ $rc -eq 0 ] && grep -q 'did not answer within 2000 ms' '$TMP/err'"
-ok "... after the 2000 ms default timeout (${ms} ms)" [ "$ms" -ge 1900 -a "$ms" -lt 3500 ]
+ok "a daemon that does not answer: fail open" \
+        sh -c "[ $rc -eq 0 ] && grep -q 'did not answer within 2000 ms' '$TMP/err' || { sed 's/^/#   /' '$TMP/err'; false; }"
+# the upper bounds only tell a bounded wait from the silent daemon's 30 s (a
+# loaded machine may be slow to start the hook); the message says which timeout
+ok "... after the 2000 ms default timeout (${ms} ms)" [ "$ms" -ge 1900 -a "$ms" -lt 15000 ]
 KVMTUNED_HOOK_TIMEOUT_MS=300
 export KVMTUNED_HOOK_TIMEOUT_MS
 hook started
-ok "KVMTUNED_HOOK_TIMEOUT_MS=300 bounds the wait (${ms} ms)" [ $rc -eq 0 -a "$ms" -lt 1500 ]
+ok "KVMTUNED_HOOK_TIMEOUT_MS=300 bounds the wait (${ms} ms)" \
+        sh -c "[ $rc -eq 0 -a $ms -ge 300 -a $ms -lt 15000 ] && grep -q 'did not answer within 300 ms' '$TMP/err'"
 KVMTUNED_HOOK_TIMEOUT_MS=bogus
 hook started
 ok "a bad KVMTUNED_HOOK_TIMEOUT_MS is reported and the default used" grep -q "ignoring KVMTUNED_HOOK_TIMEOUT_MS=bogus" "$TMP/err"

@@ -35,13 +35,6 @@ i=0; while [ ! -S "$TMP/notify" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); 
 
 has() { grep -q "$1" "$TMP/notes"; }
 count() { grep -c "$1" "$TMP/notes"; }
-# wait_until CMD...: true as soon as CMD succeeds, false when it still fails after
-# 10 s. The listener and the daemon run on a loaded machine: a fixed sleep is
-# either slow or racy, a deadline on the condition is neither.
-wait_until() {
-        i=0; while ! "$@" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-        "$@"
-}
 wait_note() { wait_until has "$1"; }    # wait_note REGEX
 more_than() { test "$(count "$1")" -gt "$2"; }   # more_than REGEX N
 
