@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 
@@ -264,9 +265,9 @@ static void cgroup_tasks(struct pass *p, const char *dir, const char *file) {
         if (hostfs_read(p->s->root, path, &text) < 0)
                 return;                 /* removed meanwhile */
         for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-                long tid = strtol(l, NULL, 10);
+                int tid;
 
-                if (tid > 0)
+                if (safe_atoi(l, 1, INT_MAX, &tid) == 0)
                         task_visit(p, ISOLATE_KIND_TASK, (pid_t)tid, p->ded);
         }
 }
@@ -402,10 +403,6 @@ static void file_visit(struct pass *p, enum isolate_kind kind, long id, const ch
         c->hex = hex;
 }
 
-static bool is_number(const char *s) {
-        return *s && strspn(s, "0123456789") == strlen(s);
-}
-
 static void irqs_pass(struct pass *p, hwloc_const_bitmap_t ded) {
         _cleanup_free_ char *dir = hostfs_path(p->s->root, "/proc/irq");
         _cleanup_(closedirp) DIR *dh = opendir(dir);
@@ -414,15 +411,16 @@ static void irqs_pass(struct pass *p, hwloc_const_bitmap_t ded) {
         file_visit(p, ISOLATE_KIND_IRQ, -1, "/proc/irq/default_smp_affinity", true, ded);
         while (dh && (de = readdir(dh))) {
                 _cleanup_free_ char *path = NULL;
+                int irq;
 
-                if (!is_number(de->d_name))
+                if (safe_atoi(de->d_name, 0, INT_MAX, &irq) < 0)
                         continue;
-                if (tid_in(p->s->irqs_refused, p->s->nirqs_refused, (pid_t)strtol(de->d_name, NULL, 10))) {
+                if (tid_in(p->s->irqs_refused, p->s->nirqs_refused, (pid_t)irq)) {
                         p->s->report.irqs_managed++;
                         continue;
                 }
-                path = xasprintf("/proc/irq/%s/smp_affinity_list", de->d_name);
-                file_visit(p, ISOLATE_KIND_IRQ, strtol(de->d_name, NULL, 10), path, false, ded);
+                path = xasprintf("/proc/irq/%d/smp_affinity_list", irq);
+                file_visit(p, ISOLATE_KIND_IRQ, irq, path, false, ded);
         }
 }
 
@@ -614,12 +612,12 @@ static int guest_tids(const char *root, pid_t pid, pid_t **ret) {
         _cleanup_free_ char *dir = hostfs_path(root, rel);
         _cleanup_(closedirp) DIR *dh = opendir(dir);
         struct dirent *de;
-        int n = 0, cap = 0;
+        int n = 0, cap = 0, tid;
 
         *ret = NULL;
         while (dh && (de = readdir(dh)))
-                if (is_number(de->d_name))
-                        tid_push(ret, &n, &cap, (pid_t)strtol(de->d_name, NULL, 10));
+                if (safe_atoi(de->d_name, 1, INT_MAX, &tid) == 0)
+                        tid_push(ret, &n, &cap, (pid_t)tid);
         return n;
 }
 
