@@ -732,15 +732,15 @@ static int usage_error(const char *fmt, ...) {
         return -EINVAL;
 }
 
+/* A whole number from min (>= 0) to max. */
 static int parse_count(const char *opt, const char *s, long min, long max, long *ret) {
-        char *end;
-        long v;
+        uint64_t v;
 
-        errno = 0;
-        v = strtol(s, &end, 10);
-        if (errno || end == s || *end || v < min || v > max)
-                return usage_error("%s: '%s' is not a number from %ld to %ld", opt, s, min, max);
-        *ret = v;
+        if (safe_atou64(s, &v) < 0 || v < (uint64_t)min || v > (uint64_t)max) {
+                usage_error("%s: '%s' is not a number from %ld to %ld", opt, s, min, max);
+                return -EINVAL;
+        }
+        *ret = (long)v;
         return 0;
 }
 
