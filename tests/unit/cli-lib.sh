@@ -10,6 +10,7 @@
 #                       in-process test driver with the config $KVMTUNED_CONF
 #                       (default: empty); $DAEMON_PID
 #   stop_daemon         stops $DAEMON_PID and waits for it
+#   wait_socket PATH    until a server listens on PATH (a connect succeeds), 10 s at most
 
 BUILDDIR=${BUILDDIR:-.}
 SRCDIR=${SRCDIR:-.}
@@ -30,10 +31,14 @@ cli_cleanup() {
 }
 trap cli_cleanup EXIT
 
-wait_socket() {  # up to 5 s for a server to listen on $1
-        i=0
-        while [ ! -S "$1" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+# A server accepts connections on $1: bind() makes the file before listen(), a
+# client in between is refused. Without python3, the file alone.
+listening() {
+        [ -S "$1" ] || return 1
+        command -v python3 >/dev/null || return 0
+        python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' "$1" 2>/dev/null
 }
+wait_socket() { wait_until listening "$1"; }    # up to 10 s for a server to listen on $1
 
 run() {
         if [ -n "$CTL_SOCKET" ]; then
