@@ -52,15 +52,6 @@ void drift_report_done(struct drift_report *r) {
 }
 
 /* Where the value of "KEY:" starts in /proc/PID/status text, NULL: no such line. */
-static const char *drift_status_value(const char *status, const char *key) {
-        _cleanup_free_ char *needle = xasprintf("\n%s:", key);
-        const char *p = strstr(status, needle);
-
-        if (strncmp(status, needle + 1, strlen(needle + 1)) == 0)
-                return status + strlen(needle + 1);
-        return p ? p + strlen(needle) : NULL;
-}
-
 int drift_parse_list(const char *text, hwloc_bitmap_t *ret) {
         hwloc_bitmap_t m = hwloc_bitmap_alloc();
 
@@ -73,7 +64,7 @@ int drift_parse_list(const char *text, hwloc_bitmap_t *ret) {
 }
 
 int drift_status_list(const char *status, const char *key, hwloc_bitmap_t *ret) {
-        const char *p = drift_status_value(status, key);
+        const char *p = isolate_status_value(status, key);
 
         if (!p)
                 return -ENODATA;

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <strings.h>
 
 #include "kvmtune/isolate.h"
@@ -334,13 +335,22 @@ int isolate_list_parse(const char *text, hwloc_bitmap_t ret) {
         return 0;
 }
 
-static pid_t status_field(const char *status, const char *key) {
+const char *isolate_status_value(const char *status, const char *key) {
         size_t klen = strlen(key);
 
         for (const char *p = status; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
                 if (strncmp(p, key, klen) == 0 && p[klen] == ':')
-                        return (pid_t)strtol(p + klen + 1, NULL, 10);
-        return 0;
+                        return p + klen + 1;
+        return NULL;
+}
+
+static pid_t status_field(const char *status, const char *key) {
+        const char *v = isolate_status_value(status, key);
+        uint64_t id;
+
+        if (!v || safe_atou64_prefix(v + strspn(v, " \t"), &id, NULL) < 0 || id > INT_MAX)
+                return 0;
+        return (pid_t)id;
 }
 
 void isolate_status_ids(const char *status, pid_t *ret_tgid, pid_t *ret_ppid) {

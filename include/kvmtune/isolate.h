@@ -109,6 +109,9 @@ char *isolate_mask_format(hwloc_const_bitmap_t set);
 #define ISOLATE_CPU_MAX 8191              /* the kernel's NR_CPUS at most (MAXSMP) */
 int isolate_list_parse(const char *text, hwloc_bitmap_t ret);
 
+/* From /proc/PID/status text: what follows "KEY:" at the start of a line (the
+ * rest of the text, blanks included), or NULL when there is no such line. */
+const char *isolate_status_value(const char *status, const char *key);
 /* From /proc/PID/status text: Tgid and PPid (0 when absent). */
 void isolate_status_ids(const char *status, pid_t *ret_tgid, pid_t *ret_ppid);
 /* From /proc/PID/stat text: starttime (field 22). 0 or -EINVAL. */

@@ -156,6 +156,12 @@ static void test_proc(void) {
 
         isolate_status_ids("Name:\tbash\nTgid:\t100\nPid:\t101\nPPid:\t1\n", &tgid, &ppid);
         ok(tgid == 100 && ppid == 1, "Tgid and PPid read");
+        isolate_status_ids("Name:\tPPid:\t7\nTgid:\tx\n", &tgid, &ppid);
+        ok(tgid == 0 && ppid == 0, "a key only at the start of a line; a value that is no number is 0");
+        ok(isolate_status_value("Name:\tx\nCpus_allowed_list:\t0-3\n", "Cpus_allowed") == NULL,
+           "status value: the whole key before ':'");
+        is_str(isolate_status_value("Cpus_allowed_list:\t0-3\n", "Cpus_allowed_list"), "\t0-3\n",
+               "status value: on the first line too");
         is_int(isolate_stat_start("101 (a b) c) S 1 101 101 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 777 0 0", &st), 0,
                "stat parsed past a comm with ') '");
         is_int((long long)st, 777, "starttime is field 22");
