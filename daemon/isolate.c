@@ -20,8 +20,6 @@
 
 static const char *const systemd_units[] = { "system.slice", "user.slice", "init.scope" };
 
-static inline void closedirp(DIR **d) { if (*d) closedir(*d); }
-
 /* One change decided in a pass, applied after the record is on disk. */
 struct change {
         enum isolate_kind kind;
@@ -275,7 +273,7 @@ static void cgroup_tasks(struct pass *p, const char *dir, const char *file) {
 /* dir is a path below the root; recurse below it unless flat. */
 static void cgroup_walk(struct pass *p, const char *dir, const char *file, bool flat, int depth) {
         _cleanup_free_ char *full = hostfs_path(p->s->root, dir);
-        _cleanup_(closedirp) DIR *dh = NULL;
+        _cleanup_closedir_ DIR *dh = NULL;
         struct dirent *de;
 
         cgroup_tasks(p, dir, file);
@@ -405,7 +403,7 @@ static void file_visit(struct pass *p, enum isolate_kind kind, long id, const ch
 
 static void irqs_pass(struct pass *p, hwloc_const_bitmap_t ded) {
         _cleanup_free_ char *dir = hostfs_path(p->s->root, "/proc/irq");
-        _cleanup_(closedirp) DIR *dh = opendir(dir);
+        _cleanup_closedir_ DIR *dh = opendir(dir);
         struct dirent *de;
 
         file_visit(p, ISOLATE_KIND_IRQ, -1, "/proc/irq/default_smp_affinity", true, ded);
@@ -610,7 +608,7 @@ static bool record_has(const struct isolate_record *r, enum isolate_kind kind) {
 static int guest_tids(const char *root, pid_t pid, pid_t **ret) {
         _cleanup_free_ char *rel = xasprintf("/proc/%d/task", (int)pid);
         _cleanup_free_ char *dir = hostfs_path(root, rel);
-        _cleanup_(closedirp) DIR *dh = opendir(dir);
+        _cleanup_closedir_ DIR *dh = opendir(dir);
         struct dirent *de;
         int n = 0, cap = 0, tid;
 

@@ -12,8 +12,6 @@
 #include "qemuproc-priv.h"
 #include "kvmtune/util.h"
 
-static inline void closedirp(DIR **d) { if (*d) closedir(*d); }
-
 /* ---- threads ------------------------------------------------------------------ */
 
 /* "CPU 12/KVM" -> 12; -1 when the name is not a vCPU's. */
@@ -66,7 +64,7 @@ static void scan_add(const char *root, struct qemuproc *q, pid_t tid) {
 int qemuproc_scan(const char *root, pid_t pid, struct qemuproc **ret) {
         _cleanup_free_ char *rel = xasprintf("/proc/%d/task", (int)pid);
         _cleanup_free_ char *dir = hostfs_path(root, rel);
-        _cleanup_(closedirp) DIR *dh = NULL;
+        _cleanup_closedir_ DIR *dh = NULL;
         struct qemuproc *q;
         struct dirent *e;
         int tid;
@@ -96,7 +94,6 @@ struct qemuproc *qemuproc_free(struct qemuproc *q) {
         free(q);
         return NULL;
 }
-
 
 hwloc_const_bitmap_t qemuproc_thread_cpus(const struct qemuproc_thread *t, const struct pinset *p) {
         if (t->kind == QEMUPROC_VCPU && t->id < p->nvcpu && p->vcpu[t->id])

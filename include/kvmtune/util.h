@@ -1,6 +1,7 @@
 /* Small helpers shared by lib/, daemon/ and tests/. */
 #pragma once
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,8 +29,10 @@ char *xasprintf(const char *fmt, ...) _printf_(1, 2);
 static inline void freep(void *p) { free(*(void **)p); }
 static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
 DEFINE_TRIVIAL_CLEANUP_FUNC(FILE *, fclose)
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_closedir_ _cleanup_(closedirp)
 #define _cleanup_close_ _cleanup_(closep)
 
 /* errno after a call that may fail without setting it (libc or hwloc), else fallback. */
