@@ -8,11 +8,14 @@
 # listed at every call. So a SIGHUP after installing and after removing is
 # enough, no restart. libvirtd runs hooks with a clean environment, so each
 # hook is a small wrapper that sets the test's socket and acts only on the
-# caller's domains (names matching $H_PATTERN).
+# caller's domains (names matching $H_PATTERN). With H_STDERR set, kvmtuned's
+# hook appends its stderr there (libvirt then sees none of it): what it says
+# when it gives up waiting ("did not answer within 2000 ms") is a fact to count.
 
 HOOKS=/etc/libvirt/hooks
 QEMUD=$HOOKS/qemu.d
 H_PATTERN=${H_PATTERN:-kvmtuned-test-hook-*}
+H_STDERR=${H_STDERR:-}
 H_CREATED_HOOKS=0
 H_CREATED_QEMUD=0
 H_INSTALLED=0
@@ -36,7 +39,7 @@ hooks_install() {
         cat > $QEMUD/kvmtuned <<EOS
 #!/bin/sh
 case "\$1" in $H_PATTERN) ;; *) cat >/dev/null; exit 0 ;; esac
-KVMTUNED_SOCKET='$T_SOCK' exec '$BUILDDIR/hook/kvmtuned' "\$@"
+KVMTUNED_SOCKET='$T_SOCK' exec '$BUILDDIR/hook/kvmtuned' "\$@" ${H_STDERR:+2>>'$H_STDERR'}
 EOS
         chmod 755 $QEMUD/kvmtuned
         if [ -n "${1:-}" ]; then
