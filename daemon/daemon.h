@@ -74,6 +74,13 @@ struct domain {
         unsigned held_gen;              /* ... as read in pools batch held_gen */
 };
 
+/* An inactive domain whose definition kvmtuned writes once the grace after its
+ * last define or policy event is over (watch.c). */
+struct preplace_due {
+        char uuid[37];
+        uint64_t usec;                  /* CLOCK_MONOTONIC */
+};
+
 struct daemon {
         sd_event *event;
         const char *config_path;
@@ -96,6 +103,9 @@ struct daemon {
         sd_event_source *reconnect;
         uint64_t reconnect_delay_usec;
         bool scanned;                   /* first scan done (READY sent) */
+        struct preplace_due *preplace;  /* definitions to write, not yet due */
+        int npreplace;
+        sd_event_source *preplace_timer;
 
         /* domains */
         int ndomain;
@@ -153,9 +163,11 @@ int domains_confirm(struct daemon *d, virDomainPtr dom);
 /* A policy metadata event: re-places the domain only when its effective policy
  * changed (a --config-only edit or the same policy moves nothing). */
 int domains_policy_event(struct daemon *d, virDomainPtr dom);
-/* An inactive persistent domain was defined or its policy changed: writes a
- * dedicated placement into its definition (persist_placement), so libvirt
- * pins even its first start; holds nothing. */
+/* An inactive persistent domain was defined or its policy changed (called by
+ * watch.c once the grace after that event is over, never from the event: a
+ * start meanwhile would wait for this write): writes a dedicated placement into
+ * its definition (persist_placement), so libvirt pins even its first start;
+ * holds nothing. */
 int domains_preplace(struct daemon *d, virDomainPtr dom);
 /* Re-applies the shared pool to every shared/unplaced domain. */
 void domains_follow_pool(struct daemon *d);

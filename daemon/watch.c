@@ -16,6 +16,7 @@
 
 #define RECONNECT_MIN_USEC (1ULL * 1000000ULL)
 #define RECONNECT_MAX_USEC (30ULL * 1000000ULL)
+#define PREPLACE_GRACE_USEC (2ULL * 1000000ULL)
 
 static void watch_schedule_reconnect(struct daemon *d);
 static int watch_resync(struct daemon *d);
@@ -47,6 +48,88 @@ static void watch_on_started(struct daemon *d, virDomainPtr dom, bool force) {
         domains_update(d, dom, false);
         metrics_event_end(&d->metrics);
         domains_notify_status(d);
+}
+
+/* ---- inactive domains: their definition written after a grace ---------------------
+ *
+ * Writing a definition (pins with AFFECT_CONFIG, metadata) waits for the
+ * domain's job. A start that begins meanwhile holds that job while its started
+ * hook waits for this loop: the hook would give up at its timeout. So an
+ * inactive domain is pre-placed PREPLACE_GRACE_USEC after its last define or
+ * policy event, and only if it is still inactive then; one started meanwhile
+ * is placed by its hook, and the event path writes its definition once it runs. */
+
+static void watch_arm_preplace(struct daemon *d) {
+        uint64_t next = UINT64_MAX;
+
+        for (int i = 0; i < d->npreplace; i++)
+                if (d->preplace[i].usec < next)
+                        next = d->preplace[i].usec;
+        if (!d->npreplace) {
+                sd_event_source_set_enabled(d->preplace_timer, SD_EVENT_OFF);
+                return;
+        }
+        sd_event_source_set_time(d->preplace_timer, next);
+        sd_event_source_set_enabled(d->preplace_timer, SD_EVENT_ONESHOT);
+}
+
+/* Takes the first entry due at now out of the table into uuid; false: none. */
+static bool watch_take_due(struct daemon *d, uint64_t now, char uuid[VIR_UUID_STRING_BUFLEN]) {
+        for (int i = 0; i < d->npreplace; i++) {
+                if (d->preplace[i].usec > now)
+                        continue;
+                memcpy(uuid, d->preplace[i].uuid, VIR_UUID_STRING_BUFLEN);
+                memmove(d->preplace + i, d->preplace + i + 1, (d->npreplace - i - 1) * sizeof *d->preplace);
+                d->npreplace--;
+                return true;
+        }
+        return false;
+}
+
+static int watch_on_preplace(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *userdata) {
+        struct daemon *d = userdata;
+        char uuid[VIR_UUID_STRING_BUFLEN];
+        uint64_t now = 0;
+
+        sd_event_now(d->event, CLOCK_MONOTONIC, &now);
+        while (watch_take_due(d, now, uuid)) {
+                virDomainPtr dom = d->connected ? virDomainLookupByUUIDString(d->conn, uuid) : NULL;
+
+                if (!dom)
+                        continue;
+                if (virDomainIsActive(dom) == 0)
+                        domains_preplace(d, dom);
+                virDomainFree(dom);
+        }
+        watch_arm_preplace(d);
+        return 0;
+}
+
+static void watch_defer_preplace(struct daemon *d, virDomainPtr dom) {
+        char uuid[VIR_UUID_STRING_BUFLEN];
+        uint64_t now = 0;
+        int i;
+
+        watch_domain_uuid(dom, uuid);
+        if (!d->conf->persist_placement || !uuid[0])
+                return;
+        if (!d->preplace_timer &&
+            sd_event_add_time(d->event, &d->preplace_timer, CLOCK_MONOTONIC, UINT64_MAX, 10000,
+                              watch_on_preplace, d) < 0) {
+                log_error("Cannot schedule writing the definition of %s", virDomainGetName(dom));
+                return;
+        }
+        for (i = 0; i < d->npreplace && !streq(d->preplace[i].uuid, uuid); i++)
+                ;
+        if (i == d->npreplace) {
+                d->preplace = xrealloc(d->preplace, (d->npreplace + 1) * sizeof *d->preplace);
+                memcpy(d->preplace[d->npreplace++].uuid, uuid, sizeof uuid);
+        }
+        sd_event_now(d->event, CLOCK_MONOTONIC, &now);
+        d->preplace[i].usec = now + PREPLACE_GRACE_USEC;
+        log_debug("%s: not running, its definition is written in %llu ms unless it starts first",
+                  virDomainGetName(dom), (unsigned long long)(PREPLACE_GRACE_USEC / 1000));
+        watch_arm_preplace(d);
 }
 
 static void watch_on_gone(struct daemon *d, virDomainPtr dom, bool forget) {
@@ -82,7 +165,7 @@ static int watch_on_lifecycle(_unused_ virConnectPtr conn, virDomainPtr dom, int
                 break;
         case VIR_DOMAIN_EVENT_DEFINED:           /* a new or changed definition, not running */
                 if (virDomainIsActive(dom) == 0)
-                        domains_preplace(d, dom);
+                        watch_defer_preplace(d, dom);
                 break;
         case VIR_DOMAIN_EVENT_UNDEFINED:         /* a running domain stays, now transient */
                 if (virDomainIsActive(dom) != 1)
@@ -94,19 +177,29 @@ static int watch_on_lifecycle(_unused_ virConnectPtr conn, virDomainPtr dom, int
         return 0;
 }
 
-/* Our own placement record changes the metadata too: only the policy matters. */
+/* Our own placement record changes the metadata too: only the policy matters.
+ * An active domain the table does not know is starting (every running one is
+ * in the table from the resync, its hook or its started event): a libvirt
+ * call for it would wait for the start, which waits for its started hook,
+ * which waits for us. Its hook or its started event reads the new policy. */
 static void watch_on_metadata(_unused_ virConnectPtr conn, virDomainPtr dom, int type,
                               const char *nsuri, void *opaque) {
         struct daemon *d = opaque;
+        char uuid[VIR_UUID_STRING_BUFLEN];
 
         if (type != VIR_DOMAIN_METADATA_ELEMENT || !nsuri || !streq(nsuri, DOMXML_POLICY_NS))
                 return;
         switch (virDomainIsActive(dom)) {
         case 0:
-                domains_preplace(d, dom);
+                watch_defer_preplace(d, dom);
                 return;
         case 1:
-                break;
+                watch_domain_uuid(dom, uuid);
+                if (domains_find_uuid(d, uuid))
+                        break;
+                log_debug("%s: policy changed while it starts, left to its started hook and event",
+                          virDomainGetName(dom));
+                return;
         default:
                 return;
         }
@@ -272,5 +365,9 @@ int watch_start(struct daemon *d) {
 
 void watch_stop(struct daemon *d) {
         d->reconnect = sd_event_source_disable_unref(d->reconnect);
+        d->preplace_timer = sd_event_source_disable_unref(d->preplace_timer);
+        free(d->preplace);
+        d->preplace = NULL;
+        d->npreplace = 0;
         watch_disconnect(d);
 }
