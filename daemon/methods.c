@@ -85,38 +85,8 @@ static struct json_object *methods_memory_json(const struct domain *dm) {
 /* A domain left alone (cpu=none, pinned by hand) has no pins of ours: show
  * what its threads really have, from /proc (vCPUs, iothreads, main thread). */
 static void methods_observed_pins(const struct daemon *d, const struct domain *dm, struct pinset *ret) {
-        _cleanup_(qemuproc_freep) struct qemuproc *q = NULL;
-
-        *ret = (struct pinset){ .numa = POLICY_NUMA_NONE };
-        if (dm->pid <= 0 || dm->vcpus <= 0 || qemuproc_scan(d->sysfs_root, dm->pid, &q) < 0)
-                return;
-        ret->nvcpu = dm->vcpus;
-        ret->vcpu = xcalloc(dm->vcpus + 1, sizeof *ret->vcpu);
-        ret->niothread = dm->niothread;
-        ret->iothread = xcalloc(dm->niothread + 1, sizeof *ret->iothread);
-        ret->iothread_id = xcalloc(dm->niothread + 1, sizeof *ret->iothread_id);
-        for (int i = 0; i < dm->niothread; i++)
-                ret->iothread_id[i] = dm->iothread_ids[i];
-        for (int i = 0; i < q->nthread; i++) {
-                const struct qemuproc_thread *t = &q->threads[i];
-                hwloc_bitmap_t *slot = NULL;
-
-                if (t->kind == QEMUPROC_VCPU && t->id >= 0 && t->id < dm->vcpus)
-                        slot = &ret->vcpu[t->id];
-                else if (t->kind == QEMUPROC_EMULATOR && t->tid == dm->pid)
-                        slot = &ret->emulator;
-                for (int k = 0; t->kind == QEMUPROC_IOTHREAD && k < dm->niothread; k++)
-                        if (dm->iothread_ids[k] == t->id)
-                                slot = &ret->iothread[k];
-                if (slot && !*slot && qemuproc_read_affinity(d->sysfs_root, dm->pid, t->tid, slot) < 0)
-                        *slot = NULL;
-        }
-        for (int i = 0; i < ret->nvcpu; i++)            /* a vanished thread: an empty list */
-                if (!ret->vcpu[i])
-                        ret->vcpu[i] = hwloc_bitmap_alloc();
-        for (int i = 0; i < ret->niothread; i++)
-                if (!ret->iothread[i])
-                        ret->iothread[i] = hwloc_bitmap_alloc();
+        if (qemuproc_read_pins(d->sysfs_root, dm->pid, dm->vcpus, dm->niothread, dm->iothread_ids, ret) < 0)
+                *ret = (struct pinset){ .numa = POLICY_NUMA_NONE };
 }
 
 static struct json_object *methods_domain_json(const struct daemon *d, const struct domain *dm) {

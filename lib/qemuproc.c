@@ -139,6 +139,46 @@ int qemuproc_read_affinity(const char *root, pid_t pid, pid_t tid, hwloc_bitmap_
         return r < 0 ? r : drift_status_list(text, "Cpus_allowed_list", ret);
 }
 
+/* The slot of pins thread t's affinity goes to: its vCPU, its iothread, or
+ * the main thread's emulator set; NULL for QEMU's other helpers. */
+static hwloc_bitmap_t *read_pins_slot(const struct qemuproc *q, const struct qemuproc_thread *t,
+                                      struct pinset *pins) {
+        if (t->kind == QEMUPROC_VCPU && t->id >= 0 && t->id < pins->nvcpu)
+                return &pins->vcpu[t->id];
+        if (t->kind == QEMUPROC_EMULATOR && t->tid == q->pid)
+                return &pins->emulator;
+        for (int k = 0; t->kind == QEMUPROC_IOTHREAD && k < pins->niothread; k++)
+                if (pins->iothread_id[k] == t->id)
+                        return &pins->iothread[k];
+        return NULL;
+}
+
+int qemuproc_read_pins(const char *root, pid_t pid, int nvcpu, int niothread, const int *iothread_ids,
+                       struct pinset *ret) {
+        _cleanup_(qemuproc_freep) struct qemuproc *q = NULL;
+        int r;
+
+        if (pid <= 0 || nvcpu <= 0)
+                return -ESRCH;
+        r = qemuproc_scan(root, pid, &q);
+        if (r < 0)
+                return r;
+        pinset_init(ret, nvcpu, niothread, iothread_ids);
+        for (int i = 0; i < q->nthread; i++) {
+                hwloc_bitmap_t *slot = read_pins_slot(q, &q->threads[i], ret);
+
+                if (slot && !*slot && qemuproc_read_affinity(root, pid, q->threads[i].tid, slot) < 0)
+                        *slot = NULL;
+        }
+        for (int i = 0; i < ret->nvcpu; i++)            /* a vanished thread: an empty list */
+                if (!ret->vcpu[i])
+                        ret->vcpu[i] = hwloc_bitmap_alloc();
+        for (int i = 0; i < ret->niothread; i++)
+                if (!ret->iothread[i])
+                        ret->iothread[i] = hwloc_bitmap_alloc();
+        return 0;
+}
+
 /* ---- memory per node ---------------------------------------------------------- */
 
 /* " kernelpagesize_kB=2048" -> 2048; 0 when the line has none. */

@@ -55,6 +55,14 @@ long qemuproc_vcpu_ticks(const char *root, const struct qemuproc *q);
  * bitmap. 0, -ENODATA (no such line), -EINVAL, or the read error. */
 int qemuproc_read_affinity(const char *root, pid_t pid, pid_t tid, hwloc_bitmap_t *ret);
 
+/* What the threads of QEMU pid below root really have, as a pinset of
+ * nvcpu vCPUs and the iothreads iothread_ids: each vCPU's and iothread's
+ * affinity (a vanished thread: an empty set) and the main thread's as the
+ * emulator set (NULL when unreadable). 0, -ESRCH (no such process, pid <= 0
+ * or nvcpu <= 0: *ret untouched) or another qemuproc_scan() error. */
+int qemuproc_read_pins(const char *root, pid_t pid, int nvcpu, int niothread, const int *iothread_ids,
+                       struct pinset *ret);
+
 /* The same from /proc/PID/numa_maps below root. 0 or the read error. */
 int qemuproc_read_numa_maps(const char *root, pid_t pid, const struct topo *t,
                             uint64_t (*ret_pages)[TOPO_PAGE_SIZES], uint64_t *ret_base_kib);
