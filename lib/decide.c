@@ -123,6 +123,16 @@ static bool plan_is_free(const struct alloc *a, const struct plan *p) {
         return true;
 }
 
+/* Every vCPU thread runs exactly on the recorded set. */
+static bool threads_match(const struct pinset *threads, const struct pinset *rec) {
+        if (!threads || threads->nvcpu != rec->nvcpu)
+                return false;
+        for (int i = 0; i < rec->nvcpu; i++)
+                if (!threads->vcpu[i] || !rec->vcpu[i] || !hwloc_bitmap_isequal(threads->vcpu[i], rec->vcpu[i]))
+                        return false;
+        return true;
+}
+
 static bool record_adoptable(const struct alloc *a, const struct decide_facts *f) {
         const struct record *rec = f->record;
         const struct domxml *x = f->xml;
@@ -134,7 +144,8 @@ static bool record_adoptable(const struct alloc *a, const struct decide_facts *f
             !record_policy_matches(rec, &f->policy))
                 return false;
         live_vcpu_pins(x, &live);
-        match = pins_match(&live, &rec->vcpus) && rec->plan.nvcpu == x->vcpus &&
+        match = pins_match(&live, &rec->vcpus) && threads_match(f->threads, &rec->vcpus) &&
+                rec->plan.nvcpu == x->vcpus &&
                 rec->plan.niothread == x->niothread &&
                 (f->when != DECIDE_START || rec->plan.memory_kib == x->memory_kib) && plan_is_free(a, &rec->plan);
         pinset_done(&live);

@@ -3,9 +3,10 @@
  * policy, the host and the allocations. Pure: no libvirt, no /proc; the
  * daemon acquires the facts, calls decide_domain() and applies the result.
  *
- *   ADOPT      a dedicated record that matches the live pins and the policy,
- *              whose PUs are all free: committed as it is, the guest does
- *              not move (a start from a pinned definition, a restarted daemon)
+ *   ADOPT      a dedicated record that matches the live pins, the threads'
+ *              real affinity and the policy, whose PUs are all free:
+ *              committed as it is, the guest does not move (a start from a
+ *              pinned definition, a restarted daemon)
  *   HAND_PINS  pinned by someone else: left alone, its PUs count as taken
  *   IGNORE     policy cpu=none: left alone
  *   UNPIN      policy cpu=none on a domain that carries our pins: it floats
@@ -35,6 +36,11 @@ struct decide_facts {
         struct policy policy;           /* decide_policy() */
         enum decide_when when;
         bool pinned;                    /* the daemon applied pins to it before */
+        /* Where its vCPU threads really run (/proc), NULL: not read (no QEMU
+         * yet). The live XML carries the record its definition held at start
+         * even when the threads were placed elsewhere since (the hook, while
+         * libvirt was away): a record is adopted only when they agree. */
+        const struct pinset *threads;
 };
 
 struct decision {

@@ -52,12 +52,39 @@ static struct policy policy_of(const char *cpu) {
         return p;
 }
 
+/* Where the vCPU threads run when libvirt pinned them from x: each on its
+ * <vcpupin>, the unpinned ones on every PU of the host. */
+static void threads_from_pins(const struct domxml *x, struct pinset *ret) {
+        pinset_init(ret, x->vcpus, 0, NULL);
+        for (int i = 0; i < x->vcpus; i++)
+                ret->vcpu[i] = hwloc_bitmap_alloc();
+        for (int i = 0; i < x->vcpus; i++)
+                hwloc_bitmap_set_range(ret->vcpu[i], 0, 15);
+        for (int i = 0; i < x->nvcpupin; i++)
+                if (x->vcpupin[i].id >= 0 && x->vcpupin[i].id < x->vcpus)
+                        hwloc_bitmap_list_sscanf(ret->vcpu[x->vcpupin[i].id], x->vcpupin[i].cpuset);
+}
+
+static enum decide_action decide_threads(const struct topo *t, const struct alloc *a, const struct domxml *x,
+                                         const struct record *rec, struct policy p, enum decide_when when,
+                                         const struct pinset *threads, struct decision *ret) {
+        struct decide_facts f = { .xml = x, .record = rec, .policy = p, .when = when, .threads = threads };
+
+        decide_domain(t, a, &f, ret);
+        return ret->action;
+}
+
+/* The usual case: the threads run where the definition pinned them. */
 static enum decide_action decide(const struct topo *t, const struct alloc *a, const struct domxml *x,
                                  const struct record *rec, struct policy p, enum decide_when when,
                                  bool pinned, struct decision *ret) {
         struct decide_facts f = { .xml = x, .record = rec, .policy = p, .when = when, .pinned = pinned };
+        struct pinset threads;
 
+        threads_from_pins(x, &threads);
+        f.threads = &threads;
         decide_domain(t, a, &f, ret);
+        pinset_done(&threads);
         return ret->action;
 }
 
@@ -208,6 +235,44 @@ static void test_adopt(const struct topo *t) {
         alloc_free(b);
 }
 
+/* The storm's libvirtd restart: d3's definition carries a record (and pins)
+ * naming PU 0, libvirt copied them into its live XML at start, but the hook,
+ * with PU 0 taken, kept its threads on the shared pool. Its live pins and
+ * record agree with each other, not with where it runs: never adopted. */
+static void test_adopt_needs_threads(const struct topo *t) {
+        struct alloc *a = alloc_new(t), *b = alloc_new(t);
+        struct policy p = policy_of("dedicated");
+        struct record rec;
+        struct domxml *x;
+        struct decision dec;
+        struct pinset threads;
+
+        placed_record(t, a, p, 1 << 20, &rec, &x);
+        threads_from_pins(x, &threads);
+        is_int(decide_threads(t, b, x, &rec, p, DECIDE_RESYNC, &threads, &dec), DECIDE_ADOPT,
+               "threads on the recorded PUs: adopt");
+        decision_done(&dec);
+        hwloc_bitmap_only(threads.vcpu[1], hwloc_bitmap_first(rec.vcpus.vcpu[1]) == 15 ? 14 : 15);
+        is_int(decide_threads(t, b, x, &rec, p, DECIDE_RESYNC, &threads, &dec), DECIDE_PLACE,
+               "a resync with one vCPU thread elsewhere than its record: placed anew, not adopted");
+        decision_done(&dec);
+        is_int(decide_threads(t, b, x, &rec, p, DECIDE_START, &threads, &dec), DECIDE_PLACE,
+               "a start with it elsewhere: placed anew too");
+        decision_done(&dec);
+        hwloc_bitmap_zero(threads.vcpu[1]);
+        is_int(decide_threads(t, b, x, &rec, p, DECIDE_RESYNC, &threads, &dec), DECIDE_PLACE,
+               "a vCPU thread gone (empty set): placed anew");
+        decision_done(&dec);
+        is_int(decide_threads(t, b, x, &rec, p, DECIDE_RESYNC, NULL, &dec), DECIDE_PLACE,
+               "threads not read: the record alone is not adopted");
+        decision_done(&dec);
+        pinset_done(&threads);
+        record_done(&rec);
+        domxml_free(x);
+        alloc_free(a);
+        alloc_free(b);
+}
+
 /* ---- issue #10 -------------------------------------------------------------------- */
 
 /* (a) A guest defined on another host: its record names CPU 40. */
@@ -309,6 +374,7 @@ int main(void) {
         test_place_and_hand_pins(t);
         test_cpu_none(t);
         test_adopt(t);
+        test_adopt_needs_threads(t);
         test_foreign_record(t);
         test_rebuild_memory(t);
         test_release_hand_pins(t);
