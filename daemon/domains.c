@@ -132,6 +132,9 @@ struct facts {
         struct domxml *owned;           /* xml, when read here */
         bool has_record;
         struct record record;           /* its placement record, when readable */
+        bool has_threads;
+        struct pinset threads;          /* where its vCPU threads run (/proc), read when
+                                         * it has a dedicated record to check */
         pid_t pid;
         unsigned long page_kib;         /* the page size QEMU uses, 0 base pages */
 };
@@ -140,6 +143,8 @@ static void facts_done(struct facts *f) {
         domxml_free(f->owned);
         if (f->has_record)
                 record_done(&f->record);
+        if (f->has_threads)
+                pinset_done(&f->threads);
         *f = (struct facts){};
 }
 
@@ -167,6 +172,10 @@ static unsigned long host_default_hugepage_kib(void) {
 static void facts_from_xml(struct daemon *d, const struct domxml *x, pid_t pid, struct facts *ret) {
         *ret = (struct facts){ .xml = x, .pid = pid };
         ret->has_record = x->placement && record_parse(d->topo, x->placement, &ret->record) == 0;
+        /* a record is adopted only where the threads really run */
+        ret->has_threads = ret->has_record && ret->record.dedicated &&
+                qemuproc_read_pins(d->sysfs_root, pid, x->vcpus, x->niothread, x->iothread_ids,
+                                   &ret->threads) == 0;
         ret->page_kib = x->page_kib ? x->page_kib : x->hugepages ? host_default_hugepage_kib() : 0;
 }
 
@@ -207,7 +216,8 @@ static void domain_set_facts(struct domain *dm, const struct facts *f) {
 static void domain_decide(struct daemon *d, struct domain *dm, const struct facts *f, enum decide_when when,
                           struct decision *ret) {
         struct decide_facts df = { .xml = f->xml, .record = facts_record(f), .when = when,
-                                   .pinned = dm->pins.nvcpu > 0 };
+                                   .pinned = dm->pins.nvcpu > 0,
+                                   .threads = f->has_threads ? &f->threads : NULL };
 
         decide_policy(d->conf, f->xml, f->page_kib, &dm->policy);
         dm->policy_known = true;
@@ -523,8 +533,36 @@ int domains_update(struct daemon *d, virDomainPtr dom, bool rescan) {
 
 /* ---- resync: keep what a previous daemon applied ------------------------------ */
 
-/* pass 0: domains that keep what they have (recorded placement, hand pins,
- * cpu=none); pass 1: everything else, placed against what pass 0 took. */
+/* A domain this daemon already tracks as running, in the same QEMU, with the
+ * same vCPUs and policy: libvirt went away, the daemon did not, so its table
+ * is the truth (the hook's placements made meanwhile too), not the record in
+ * the live XML, which libvirt copied from the definition at start. */
+static bool resync_tracked(struct daemon *d, const struct domain *dm, const struct facts *f) {
+        struct policy now;
+
+        if (!dm->policy_known || dm->state == DOMAIN_FAILED || dm->pid <= 0 || dm->pid != f->pid ||
+            dm->vcpus != f->xml->vcpus)
+                return false;
+        decide_policy(d->conf, f->xml, f->page_kib, &now);
+        return policy_equal(&now, &dm->policy);
+}
+
+/* Keeps a tracked domain as it is; one the hook placed while libvirt was
+ * away lost its started event: its placement is applied through libvirt now
+ * (pins, record), as domains_confirm() would have. */
+static void resync_keep(struct daemon *d, virDomainPtr dom, struct domain *dm) {
+        dm->seen = true;
+        if (dm->hooked) {
+                dm->hooked = false;
+                domain_apply(d, dom, dm);
+        }
+        dlog(dm, LOG_INFO, "kept its placement across the libvirt reconnect");
+        domain_log_result(dm);
+}
+
+/* pass 0: domains that keep what they have (tracked as running, recorded
+ * placement, hand pins, cpu=none); pass 1: everything else, placed against
+ * what pass 0 took. */
 int domains_resync_pass(struct daemon *d, virDomainPtr dom, int pass) {
         struct domain *dm = domain_get(d, dom);
         struct decision dec;
@@ -536,12 +574,18 @@ int domains_resync_pass(struct daemon *d, virDomainPtr dom, int pass) {
                 return -EIO;
         if (pass == 1)
                 return dm->seen ? 0 : domains_update(d, dom, true);
-        domain_release_hold(d, dm);
         r = domain_acquire(d, dom, 0, dm->reason, &f);
         if (r < 0) {
+                domain_release_hold(d, dm);
                 dm->policy_known = dm->policy_known && r != -EINVAL;   /* an invalid policy is none */
                 return 0;
         }
+        if (resync_tracked(d, dm, &f)) {
+                resync_keep(d, dom, dm);
+                facts_done(&f);
+                return 1;
+        }
+        domain_release_hold(d, dm);
         domain_set_facts(dm, &f);
         domain_decide(d, dm, &f, DECIDE_RESYNC, &dec);
         kept = dec.action != DECIDE_PLACE;
