@@ -179,6 +179,26 @@ static void test_scan(void) {
         is_int(qemuproc_scan(NULL, 0, &q), -ESRCH, "pid 0 is -ESRCH");
 }
 
+/* What qemuproc_read_pins() reports for the real threads is each one's
+ * affinity: vCPU 0 and 1, iothread 1; vCPU 2 has no thread (empty). */
+static void test_read_pins(void) {
+        static const int ids[] = { 1 };
+        struct pinset p;
+
+        is_int(qemuproc_read_pins(NULL, getpid(), 3, 1, ids, &p), 0, "read_pins of this process");
+        is_int(p.nvcpu, 3, "three vCPU slots");
+        is_int(hwloc_bitmap_weight(p.vcpu[0]) == 1 ? hwloc_bitmap_first(p.vcpu[0]) : -2, affinity_of(tids[0]),
+               "vCPU 0: its thread's affinity");
+        is_int(hwloc_bitmap_weight(p.vcpu[1]) == 1 ? hwloc_bitmap_first(p.vcpu[1]) : -2, affinity_of(tids[1]),
+               "vCPU 1: its thread's affinity");
+        ok(hwloc_bitmap_iszero(p.vcpu[2]), "vCPU 2 without a thread: the empty set");
+        is_int(hwloc_bitmap_weight(p.iothread[0]) == 1 ? hwloc_bitmap_first(p.iothread[0]) : -2,
+               affinity_of(tids[2]), "iothread 1: its thread's affinity");
+        ok(p.emulator && !hwloc_bitmap_iszero(p.emulator), "the main thread's affinity as the emulator set");
+        pinset_done(&p);
+        is_int(qemuproc_read_pins(NULL, 0, 3, 0, NULL, &p), -ESRCH, "no QEMU pid: -ESRCH");
+}
+
 static void test_apply_v1(int a, int b) {
         const char *dir = "/sys/fs/cgroup/cpuset/machine/qemu-1-t.libvirt-qemu";
         _cleanup_free_ char *parent_cpus = xasprintf("%d\n", a);
@@ -283,6 +303,7 @@ int main(void) {
 
         test_scan();
         test_apply_v1(a, b);
+        test_read_pins();
         test_apply_v2(a, b);
         test_errors(a);
 
