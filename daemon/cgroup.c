@@ -73,7 +73,7 @@ static int cgroup_read_set(const struct cgroup *cg, const char *file, hwloc_bitm
                 return r;
         text[strcspn(text, "\n")] = '\0';
         *ret = hwloc_bitmap_alloc();
-        if (*text && hwloc_bitmap_list_sscanf(*ret, text) < 0) {
+        if (bitmap_parse_list(text, CPU_LIST_MAX, *ret) < 0) {
                 hwloc_bitmap_free(*ret);
                 return -EINVAL;
         }

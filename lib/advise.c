@@ -722,7 +722,7 @@ static bool advise_view_matches(const xmlNode *numa, const struct advise_view *v
                 if (size_kib(cell, attr(cell, "memory", mem, sizeof mem), "cell", &kib, NULL, 0) < 0 ||
                     kib != v->cell[i].kib || !(b = hwloc_bitmap_alloc()))
                         return false;
-                same = hwloc_bitmap_list_sscanf(b, cpus) == 0 && hwloc_bitmap_isequal(b, v->cell[i].vcpus);
+                same = bitmap_parse_list(cpus, CPU_LIST_MAX, b) == 0 && hwloc_bitmap_isequal(b, v->cell[i].vcpus);
                 hwloc_bitmap_free(b);
                 if (!same)
                         return false;

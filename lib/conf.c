@@ -14,7 +14,6 @@
 #include "kvmtune/isolate.h"
 #include "kvmtune/util.h"
 
-#define CPU_OS_MAX 65535U               /* highest CPU number reserved_cpus accepts */
 #define NODE_OS_MAX 1023U               /* Linux MAX_NUMNODES is at most 1024 */
 #define PAGE_COUNT_MAX 4294967295ULL    /* keeps count * page size well inside 64 bits */
 #define KEYS_MAX 8                      /* most keys in one section */
@@ -134,49 +133,6 @@ static int parse_number_all(const char *s, unsigned long long max, unsigned long
         return 0;
 }
 
-/* One "N" or "N-M" item of a CPU list, appended to out without whitespace. */
-static int cpulist_item(const char **s, char *out, size_t len) {
-        unsigned long long a, b;
-        size_t n = strlen(out);
-        int k;
-
-        *s = skip_space(*s);
-        if (parse_number(s, CPU_OS_MAX, &a) < 0)
-                return -EINVAL;
-        *s = skip_space(*s);
-        b = a;
-        if (**s == '-') {
-                *s = skip_space(*s + 1);
-                if (parse_number(s, CPU_OS_MAX, &b) < 0 || b < a)
-                        return -EINVAL;
-                *s = skip_space(*s);
-        }
-        if (a == b)
-                k = snprintf(out + n, len - n, "%s%llu", n ? "," : "", a);
-        else
-                k = snprintf(out + n, len - n, "%s%llu-%llu", n ? "," : "", a, b);
-        return k < 0 || (size_t)k >= len - n ? -EINVAL : 0;
-}
-
-/* hwloc's list parser accepts "3a" and "-1" silently, so check the syntax first
- * and hand hwloc a canonical string. Empty: no CPUs. */
-static int cpulist_parse(const char *s, hwloc_bitmap_t set) {
-        char canon[CONF_LINE_MAX * 2 + 16] = "";
-
-        if (*skip_space(s) != '\0')
-                for (;;) {
-                        if (cpulist_item(&s, canon, sizeof canon) < 0)
-                                return -EINVAL;
-                        if (*s == '\0')
-                                break;
-                        if (*s++ != ',')
-                                return -EINVAL;
-                }
-        if (hwloc_bitmap_list_sscanf(set, canon) < 0 || hwloc_bitmap_weight(set) < 0)
-                return -EINVAL;
-        return 0;
-}
-
 static struct policy *parser_policy(struct parser *p) {
         if (p->section->pattern)
                 return &p->conf->domains[p->domain].policy;
@@ -197,7 +153,7 @@ static int set_reserved_cpus(struct parser *p, _unused_ const char *key, const c
 
         if (!set)
                 abort();
-        r = cpulist_parse(value, set);
+        r = bitmap_parse_list(value, CPU_LIST_MAX, set);
         hwloc_bitmap_free(set);
         if (r < 0)
                 return r;
@@ -655,7 +611,7 @@ int conf_reserved_cpus(const struct conf *c, hwloc_bitmap_t *ret) {
         }
         if (!(set = hwloc_bitmap_alloc()))
                 abort();
-        if (cpulist_parse(c->reserved_cpus, set) < 0) {
+        if (bitmap_parse_list(c->reserved_cpus, CPU_LIST_MAX, set) < 0) {
                 hwloc_bitmap_free(set);
                 return -EINVAL;
         }

@@ -31,7 +31,7 @@ static void live_vcpu_pins(const struct domxml *x, struct pinset *ret) {
                 if (v < 0 || v >= x->vcpus || ret->vcpu[v])
                         continue;
                 ret->vcpu[v] = hwloc_bitmap_alloc();
-                if (hwloc_bitmap_list_sscanf(ret->vcpu[v], x->vcpupin[i].cpuset) < 0) {
+                if (bitmap_parse_list(x->vcpupin[i].cpuset, CPU_LIST_MAX, ret->vcpu[v]) < 0) {
                         hwloc_bitmap_free(ret->vcpu[v]);
                         ret->vcpu[v] = NULL;
                 }
@@ -69,7 +69,7 @@ bool decide_pinned_by_record(const struct domxml *x, const struct record *rec) {
 static void hand_pin_add(hwloc_bitmap_t all, const char *cpuset, hwloc_const_bitmap_t online) {
         _cleanup_bitmap_ hwloc_bitmap_t b = hwloc_bitmap_alloc();
 
-        if (!cpuset || hwloc_bitmap_list_sscanf(b, cpuset) < 0 || hwloc_bitmap_iszero(b) ||
+        if (!cpuset || bitmap_parse_list(cpuset, CPU_LIST_MAX, b) < 0 || hwloc_bitmap_iszero(b) ||
             hwloc_bitmap_isincluded(online, b))
                 return;
         hwloc_bitmap_or(all, all, b);

@@ -311,27 +311,12 @@ char *isolate_mask_format(hwloc_const_bitmap_t set) {
 
 /* Every number of a CPU list is a CPU that can exist (hwloc would allocate
  * a bitmap up to the largest one). */
-static bool list_numbers_ok(const char *s, size_t len) {
-        for (size_t i = 0; i < len; ) {
-                size_t n = strspn(s + i, "0123456789");
-
-                if (n > 4 || (n > 0 && strtoul(s + i, NULL, 10) > ISOLATE_CPU_MAX))
-                        return false;
-                i += n ? n : 1;
-        }
-        return true;
-}
-
 int isolate_list_parse(const char *text, hwloc_bitmap_t ret) {
-        size_t len = strcspn(text, "\n");
-        _cleanup_free_ char *copy = NULL;
+        _cleanup_bitmap_ hwloc_bitmap_t m = bitmap_new();
 
-        if (len == 0 || strspn(text, "0123456789,-") != len || !isdigit((unsigned char)text[0]) ||
-            !list_numbers_ok(text, len))
+        if (bitmap_parse_list(text, ISOLATE_CPU_MAX, m) < 0 || hwloc_bitmap_iszero(m))
                 return -EINVAL;
-        copy = xasprintf("%.*s", (int)len, text);
-        if (hwloc_bitmap_list_sscanf(ret, copy) < 0 || hwloc_bitmap_iszero(ret))
-                return -EINVAL;
+        hwloc_bitmap_copy(ret, m);
         return 0;
 }
 

@@ -106,7 +106,7 @@ static int rec_pus(const struct topo *t, const char *list, int **ret, int *ret_n
         hwloc_bitmap_t m = hwloc_bitmap_alloc();
         int n = 0, *pus, cpu, r = 0;
 
-        if (hwloc_bitmap_list_sscanf(m, list) < 0 || hwloc_bitmap_weight(m) < 0) {
+        if (bitmap_parse_list(list, CPU_LIST_MAX, m) < 0) {
                 hwloc_bitmap_free(m);
                 return -EINVAL;
         }
@@ -166,7 +166,7 @@ static int rec_vcpus(const char *v, struct pinset *ret) {
                 if (safe_atoi(tok, 0, ret->nvcpu, &n) < 0 || n != ret->nvcpu)
                         return -EINVAL;
                 m = hwloc_bitmap_alloc();
-                if (hwloc_bitmap_list_sscanf(m, colon + 1) < 0) {
+                if (bitmap_parse_list(colon + 1, CPU_LIST_MAX, m) < 0) {
                         hwloc_bitmap_free(m);
                         return -EINVAL;
                 }

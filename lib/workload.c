@@ -343,8 +343,7 @@ static int reserve(const struct topo *t, struct alloc *a, const char *list, char
 
         if (!list)
                 b = placement_default_reserved(t);
-        else if (!(b = hwloc_bitmap_alloc()) || hwloc_bitmap_list_sscanf(b, list) < 0 ||
-                 hwloc_bitmap_weight(b) < 0)
+        else if (!(b = hwloc_bitmap_alloc()) || bitmap_parse_list(list, CPU_LIST_MAX, b) < 0)
                 return fail(err, errlen, "reserved_cpus: invalid CPU list \"%s\"", list);
         hwloc_bitmap_foreach_begin(cpu, b)
                 if (topo_pu_by_os(t, cpu) < 0)

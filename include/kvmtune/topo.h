@@ -25,6 +25,15 @@ static inline hwloc_bitmap_t bitmap_new(void) {
         return m;
 }
 
+/* A CPU (or node) list, "0-3,8", into ret: items N or N-M (N <= M <= max), commas
+ * between, blanks around items, ending at '\0' or the first newline (what follows
+ * it is not read: kernel files hold one line). Empty text is the
+ * empty set. 0, or -EINVAL with ret untouched. hwloc's own list parser takes
+ * "-5" or "3-" and builds sets that hang or never end, so outside input (config,
+ * metadata records, domain XML, /proc, cgroup files) comes through here. */
+#define CPU_LIST_MAX 65535U
+int bitmap_parse_list(const char *s, unsigned max, hwloc_bitmap_t ret);
+
 #define TOPO_PAGE_SIZES 2               /* index 0: 2 MiB, 1: 1 GiB */
 #define TOPO_PAGE_2M 0
 #define TOPO_PAGE_1G 1

@@ -631,7 +631,38 @@ static void test_live(void) {
         printf("# live: %s\n", t->description);
 }
 
+/* bitmap_parse_list: the one checked CPU list parser. hwloc's own parser takes
+ * "0-3,-5" (a set whose last CPU is -5: formatting it never ends) and "3-" (an
+ * infinite set); each must be refused, with the output left untouched. */
+static void test_parse_list(void) {
+        static const char *bad[] = { "0-3,-5", "-5", "3-", "0-", "1,,2", "1,", ",1", "5-3",
+                                     "1 2", "0x3", "3a", "1-2-3", "70000", "0-65536", "^2" };
+        static const struct { const char *in, *out; unsigned max; } good[] = {
+                { "0-3,8", "0-3,8", CPU_LIST_MAX }, { " 0 - 3 , 8 ", "0-3,8", CPU_LIST_MAX },
+                { "2,4-5\n", "2,4-5", CPU_LIST_MAX }, { "", "", CPU_LIST_MAX }, { "\n", "", CPU_LIST_MAX },
+                { "1\n2", "1", CPU_LIST_MAX },
+                { "8191", "8191", 8191 }, { "65535", "65535", CPU_LIST_MAX },
+        };
+        _cleanup_bitmap_ hwloc_bitmap_t m = bitmap_new();
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                hwloc_bitmap_only(m, 42);
+                ok(bitmap_parse_list(bad[i], CPU_LIST_MAX, m) == -EINVAL && hwloc_bitmap_isequal(m, m) &&
+                   hwloc_bitmap_weight(m) == 1 && hwloc_bitmap_isset(m, 42),
+                   "CPU list \"%s\" refused, the set untouched", bad[i]);
+        }
+        ok(bitmap_parse_list("8192", 8191, m) == -EINVAL, "a CPU above the bound is refused");
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+                _cleanup_free_ char *s = NULL;
+
+                ok(bitmap_parse_list(good[i].in, good[i].max, m) == 0, "CPU list \"%s\" parses", good[i].in);
+                hwloc_bitmap_list_asprintf(&s, m);
+                is_str(s, good[i].out, "... to %s", good[i].out);
+        }
+}
+
 int main(void) {
+        test_parse_list();
         test_all_files();
         test_power9();
         test_haswell_offline();
