@@ -70,6 +70,8 @@ else
         failed=$((failed + 1)); echo "FAIL: make distcheck"; tail -30 "$builddir/default/distcheck.log"
 fi
 
+# -timeout: an input that takes over 10 s is a finding (libFuzzer's default, 1200 s,
+# would stall CI: max_total_time is only checked between inputs).
 echo "== fuzzing smoke run: each libFuzzer target ${FUZZ_SECONDS:-15} s under ASan (clang)"
 fuzzers=(domxml conf proto advise isolate)
 if ! command -v clang >/dev/null; then
@@ -82,7 +84,7 @@ else
                 corpus=$(mktemp -d)
                 seeds=$top/tests/fixtures/$t; [ -d "$seeds" ] || seeds=
                 if ASAN_OPTIONS=detect_leaks=1 "$builddir/fuzz/tests/fuzz/fuzz-$t" \
-                        -max_total_time="${FUZZ_SECONDS:-15}" "$corpus" $seeds >"$builddir/fuzz/fuzz-$t.log" 2>&1; then
+                        -max_total_time="${FUZZ_SECONDS:-15}" -timeout=10 "$corpus" $seeds >"$builddir/fuzz/fuzz-$t.log" 2>&1; then
                         passed=$((passed + 1)); echo "PASS: fuzz-$t ($(grep -o 'Done [0-9]* runs' "$builddir/fuzz/fuzz-$t.log"))"
                 else
                         failed=$((failed + 1)); echo "FAIL: fuzz-$t"; tail -30 "$builddir/fuzz/fuzz-$t.log"
