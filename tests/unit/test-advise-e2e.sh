@@ -63,6 +63,8 @@ run --json advise --xml "$TMP/fixed.xml" --config "$TMP/empty.conf"
 ok "advise --xml of the fixed XML: only advice left" json_is \
         '[f["id"] for f in d["findings"] if f["applied"] or f["id"] in ("disk-cache", "disk-io", "scsi-iothread", "hyperv", "hyperv-clock", "serial-console")]' "[]"
 run advise --xml "$SQL" --config "$TMP/empty.conf" --topology "$TOPOLOGIES/2s-xeon-platinum8168-skylake-smt.xml"
+ok "advise --xml --topology: exit 0" rc_is 0
+ok "advise --xml --topology: the audit is printed" out_has "^warning  *disk sda  *disk-cache  *<driver cache='none'/>$"
 ok "advise --xml --topology: fits one node, no cells, nothing skipped" sh -c "! grep -q 'numa-cells\|not checked' '$TMP/out'"
 run --json advise --xml "$FIXTURES/advise/golden/big1.xml" --topology "$TOPOLOGIES/2s-xeon-platinum8168-skylake-smt.xml"
 ok "advise --xml --topology: a 2-node placement, one cell per node" json_is \
