@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 
 #include "cgroup.h"
 #include "kvmtune/hostfs.h"
@@ -105,20 +106,36 @@ static int cgroup_widen(const struct cgroup *cg, const char *file, hwloc_const_b
         return cgroup_write_set(cg, NULL, file, cur);
 }
 
+const char *cgroup_child_name(enum cgroup_child kind, int id, char buf[static CGROUP_CHILD_MAX]) {
+        switch (kind) {
+        case CGROUP_CHILD_VCPU:
+                snprintf(buf, CGROUP_CHILD_MAX, "vcpu%d", id);
+                break;
+        case CGROUP_CHILD_IOTHREAD:
+                snprintf(buf, CGROUP_CHILD_MAX, "iothread%d", id);
+                break;
+        case CGROUP_CHILD_EMULATOR:
+        default:
+                snprintf(buf, CGROUP_CHILD_MAX, "emulator");
+                break;
+        }
+        return buf;
+}
+
 /* Writes 'file' of every child: emulator, vcpuN, iothreadN. When set is not
  * NULL every child gets it, else each its own cpuset from p. */
 static int cgroup_children(const struct cgroup *cg, const struct pinset *p, const char *file,
                            hwloc_const_bitmap_t set) {
-        int r = cgroup_write_set(cg, "emulator", file, set ? set : p->emulator);
+        char name[CGROUP_CHILD_MAX];
+        int r = cgroup_write_set(cg, cgroup_child_name(CGROUP_CHILD_EMULATOR, 0, name), file,
+                                 set ? set : p->emulator);
 
-        for (int i = 0; r >= 0 && i < p->nvcpu; i++) {
-                _cleanup_free_ char *child = xasprintf("vcpu%d", i);
-                r = cgroup_write_set(cg, child, file, set ? set : p->vcpu[i]);
-        }
-        for (int i = 0; r >= 0 && i < p->niothread; i++) {
-                _cleanup_free_ char *child = xasprintf("iothread%d", p->iothread_id[i]);
-                r = cgroup_write_set(cg, child, file, set ? set : p->iothread[i]);
-        }
+        for (int i = 0; r >= 0 && i < p->nvcpu; i++)
+                r = cgroup_write_set(cg, cgroup_child_name(CGROUP_CHILD_VCPU, i, name), file,
+                                     set ? set : p->vcpu[i]);
+        for (int i = 0; r >= 0 && i < p->niothread; i++)
+                r = cgroup_write_set(cg, cgroup_child_name(CGROUP_CHILD_IOTHREAD, p->iothread_id[i], name), file,
+                                     set ? set : p->iothread[i]);
         return r < 0 ? r : 0;
 }
 

@@ -37,6 +37,17 @@ struct cgroup {
  * read error. *ret_dir is the caller's. */
 int cgroup_read_dir(const char *root, pid_t pid, char **ret_dir);
 
+enum cgroup_child {
+        CGROUP_CHILD_EMULATOR,          /* "emulator" (id unused) */
+        CGROUP_CHILD_VCPU,              /* "vcpuN", N the vCPU index */
+        CGROUP_CHILD_IOTHREAD,          /* "iothreadN", N the iothread id */
+};
+#define CGROUP_CHILD_MAX 32
+
+/* libvirt's name of a child of the domain's cgroup, written into buf and
+ * returned. */
+const char *cgroup_child_name(enum cgroup_child kind, int id, char buf[static CGROUP_CHILD_MAX]);
+
 enum {
         CGROUP_CPUS = 1 << 0,           /* cpuset.cpus of the parent (widened) and each child */
         CGROUP_MEMS = 1 << 1,           /* cpuset.mems, when p->mems is set with numa strict */

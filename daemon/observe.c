@@ -109,20 +109,20 @@ static void observe_cgroup_cpus(const struct daemon *d, const struct domain *dm,
                                 struct drift_report *r) {
         const struct pinset *p = &dm->pins;
         _cleanup_bitmap_ hwloc_bitmap_t all = hwloc_bitmap_dup(p->emulator);
+        char name[CGROUP_CHILD_MAX];
 
         for (int v = 0; v < p->nvcpu; v++) {
-                _cleanup_free_ char *child = xasprintf("vcpu%d", v);
-
                 hwloc_bitmap_or(all, all, p->vcpu[v]);
-                observe_cgroup_file(d, dir, child, "cpuset.cpus", DRIFT_EQUAL, p->vcpu[v], r);
+                observe_cgroup_file(d, dir, cgroup_child_name(CGROUP_CHILD_VCPU, v, name), "cpuset.cpus",
+                                    DRIFT_EQUAL, p->vcpu[v], r);
         }
         for (int i = 0; i < p->niothread; i++) {
-                _cleanup_free_ char *child = xasprintf("iothread%d", p->iothread_id[i]);
-
                 hwloc_bitmap_or(all, all, p->iothread[i]);
-                observe_cgroup_file(d, dir, child, "cpuset.cpus", DRIFT_EQUAL, p->iothread[i], r);
+                observe_cgroup_file(d, dir, cgroup_child_name(CGROUP_CHILD_IOTHREAD, p->iothread_id[i], name),
+                                    "cpuset.cpus", DRIFT_EQUAL, p->iothread[i], r);
         }
-        observe_cgroup_file(d, dir, "emulator", "cpuset.cpus", DRIFT_EQUAL, p->emulator, r);
+        observe_cgroup_file(d, dir, cgroup_child_name(CGROUP_CHILD_EMULATOR, 0, name), "cpuset.cpus", DRIFT_EQUAL,
+                            p->emulator, r);
         observe_cgroup_file(d, dir, NULL, "cpuset.cpus", DRIFT_COVERS, all, r);
 }
 

@@ -7,6 +7,7 @@
 
 #include "kvmtune/drift.h"
 #include "kvmtune/isolate.h"
+#include "kvmtune/topo.h"
 #include "kvmtune/util.h"
 
 static char *drift_list(hwloc_const_bitmap_t set) {
@@ -51,11 +52,12 @@ void drift_report_done(struct drift_report *r) {
         *r = (struct drift_report){ 0 };
 }
 
-/* Where the value of "KEY:" starts in /proc/PID/status text, NULL: no such line. */
+/* The one checked list parser (topo.h); empty text or a blank line is the
+ * empty set. */
 int drift_parse_list(const char *text, hwloc_bitmap_t *ret) {
-        hwloc_bitmap_t m = hwloc_bitmap_alloc();
+        hwloc_bitmap_t m = bitmap_new();
 
-        if (text[strspn(text, " \t")] != '\n' && text[0] && isolate_list_parse(text, m) < 0) {
+        if (bitmap_parse_list(text, CPU_LIST_MAX, m) < 0) {
                 hwloc_bitmap_free(m);
                 return -EINVAL;
         }

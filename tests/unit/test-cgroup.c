@@ -238,7 +238,18 @@ static void test_read_dir(void) {
         is_int(system(cmd), 0, "fixture removed");
 }
 
+/* libvirt's child names, which both the writes and the drift check use. */
+static void test_child_names(void) {
+        char name[CGROUP_CHILD_MAX];
+
+        is_str(cgroup_child_name(CGROUP_CHILD_EMULATOR, 7, name), "emulator", "the emulator child");
+        is_str(cgroup_child_name(CGROUP_CHILD_VCPU, 0, name), "vcpu0", "vCPU 0's child");
+        is_str(cgroup_child_name(CGROUP_CHILD_VCPU, 127, name), "vcpu127", "vCPU 127's child");
+        is_str(cgroup_child_name(CGROUP_CHILD_IOTHREAD, 3, name), "iothread3", "iothread id 3's child");
+}
+
 int main(void) {
+        test_child_names();
         test_order_v1();
         test_order_v2();
         test_read_dir();
