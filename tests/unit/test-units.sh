@@ -70,6 +70,12 @@ if [ -e "$built" ]; then
         check "kvmtuned.service is Type=notify with a watchdog" \
                 "$(grep -q '^Type=notify$' "$built" || echo 'not Type=notify';
                    grep -q '^WatchdogSec=' "$built" || echo 'no WatchdogSec=')"
+        # The isolation record in /run/kvmtuned must outlive a crash restart,
+        # or the restarted daemon takes the narrowed masks for the originals.
+        check "kvmtuned.service keeps /run/kvmtuned across restarts" \
+                "$(grep -q '^RuntimeDirectory=kvmtuned$' "$built" || echo 'no RuntimeDirectory=kvmtuned';
+                   grep -q '^RuntimeDirectoryPreserve=\(restart\|yes\)$' "$built" ||
+                        echo 'no RuntimeDirectoryPreserve=restart')"
 fi
 echo "1..$n"
 exit $failed
