@@ -367,8 +367,16 @@ void isolate_update(struct daemon *d) {
                 isolate_run_now(d);
 }
 
+/* Stopped before the first scan (libvirt never answered): what a killed
+ * daemon's record says is put back all the same. */
 void isolate_stop(struct daemon *d) {
+        _cleanup_free_ char *path = NULL;
+
         d->isolate_timer = sd_event_source_disable_unref(d->isolate_timer);
+        if (!d->isolate && !isolate_inactive_reason(d)) {
+                path = record_path(d);
+                isolate_new(NULL, path, &isolate_host_ops, NULL, &d->isolate);
+        }
         if (!d->isolate)
                 return;
         if (isolate_busy(d->isolate))

@@ -134,8 +134,14 @@ static int record_save(struct isolate *s) {
                 r = record_write(s->record_path, text);
         else if (unlink(s->record_path) < 0 && errno != ENOENT)
                 r = -errno;
+        if (r < 0 && !s->save_failed) {
+                s->save_failed = true;
+                return log_error_errno(r, "Cannot write the isolation record %s: nothing is confined until it "
+                                       "can be, only put back", s->record_path);
+        }
         if (r < 0)
-                return log_error_errno(r, "Cannot write the isolation record %s", s->record_path);
+                return r;
+        s->save_failed = false;
         free(s->written);
         s->written = text;
         text = NULL;
@@ -549,11 +555,17 @@ static void change_failed(struct pass *p, const struct change *c, int r) {
                             c->name[0] ? " " : "", c->name, strerror(-r));
 }
 
-static void changes_apply(struct pass *p) {
+/* Without the record on disk (narrow false) only what puts things back is
+ * applied. */
+static void changes_apply(struct pass *p, bool narrow) {
         for (int i = 0; i < p->nch; i++) {
                 struct change *c = &p->ch[i];
                 struct isolate_entry *e = isolate_record_find(&p->s->rec, c->kind, c->id, c->name);
-                int r = change_apply(p, c);
+                int r;
+
+                if (!narrow && !c->restore)
+                        continue;
+                r = change_apply(p, c);
 
                 if (r < 0)
                         change_failed(p, c, r);
@@ -572,13 +584,15 @@ static void changes_free(struct pass *p) {
 
 /* A task entry the walk did not reach: the task left the scope (put back if
  * the mask is still ours) or is gone; a guest's thread whose guest is now
- * placed (placement owns it) or gone; an IRQ that went away. */
+ * placed (placement owns it) or gone, or is not known (stopped before the
+ * first scan: put back like a task when nothing is dedicated); an IRQ that
+ * went away. */
 static void sweep_entry(struct pass *p, struct isolate_entry *e) {
         _cleanup_bitmap_ hwloc_bitmap_t cur = bitmap_new();
         unsigned long long start = 0;
 
         e->seen = true;
-        if (e->kind != ISOLATE_KIND_TASK || p->s->ops->get_affinity(p->s->ud, (pid_t)e->id, cur) < 0 ||
+        if ((e->kind != ISOLATE_KIND_TASK && (e->kind != ISOLATE_KIND_GUEST || !hwloc_bitmap_iszero(p->ded))) || p->s->ops->get_affinity(p->s->ud, (pid_t)e->id, cur) < 0 ||
             task_start(p->s->root, (pid_t)e->id, &start) < 0 || start != e->start ||
             !hwloc_bitmap_isequal(cur, e->applied)) {
                 isolate_record_del(&p->s->rec, e);
@@ -707,6 +721,7 @@ int isolate_pass(struct isolate *s, unsigned what, const char *scope, hwloc_cons
                  hwloc_const_bitmap_t dedicated, const struct isolate_guest *guests, int nguest) {
         struct pass p = { .s = s, .online = online, .none = bitmap_new() };
         _cleanup_bitmap_ hwloc_bitmap_t ded = isolate_effective(online, what ? dedicated : p.none);
+        _cleanup_free_ char *before = NULL;
         int r;
 
         free(s->scope);
@@ -719,9 +734,14 @@ int isolate_pass(struct isolate *s, unsigned what, const char *scope, hwloc_cons
                 report_skip(s, "every online CPU is dedicated: nothing confined (the last housekeeping CPU "
                                "is never taken)");
         p.ded = ded;
+        before = isolate_record_format(&s->rec);
         pass_visit(&p, what, guests, nguest);
         r = record_save(s);             /* what is about to change is on disk first */
-        changes_apply(&p);
+        if (r < 0) {                    /* or nothing is narrowed: the record stays as it was */
+                report_skip(s, "the isolation record %s cannot be written: nothing confined", s->record_path);
+                isolate_record_parse(before, &s->rec);
+        }
+        changes_apply(&p, r >= 0);
         if (r >= 0)
                 r = record_save(s);
         report_from_record(s);

@@ -79,6 +79,7 @@ struct isolate {
         pid_t *irqs_refused;            /* managed IRQs (they refuse every change), sorted */
         int nirqs_refused, cirqs_refused;
         char *written;                  /* the record text last written */
+        bool save_failed;               /* logged once, until a write works again */
         struct isolate_report report;
 };
 

@@ -140,4 +140,22 @@ start_daemon || { ok 1 "kvmtuned starts after SIGKILL"; done_testing; }
 wait_for 10 busy_back
 ok $? "killed, guest stopped meanwhile: the restarted kvmtuned puts the masks back"
 
+# Killed while confined, started again where libvirt never answers and stopped
+# before its first scan: stopping puts back what the record says.
+start_domain $A
+wait_state $A tuned
+wait_for 5 busy_off "$(show $A '.vcpus[0].cpus[0]')"
+ok $? "confined again before the unscanned restart"
+kill -KILL "$T_DAEMON_PID"
+wait "$T_DAEMON_PID" 2>/dev/null
+T_DAEMON_PID=""
+URI_REAL=$URI
+URI="qemu+unix:///system?socket=$T_TMP/no-libvirt-sock"
+start_daemon || { ok 1 "kvmtuned starts without libvirt"; done_testing; }
+URI=$URI_REAL
+stop_daemon
+busy_back
+ok $? "killed, restarted without libvirt, stopped before its first scan: the masks are back"
+ok "$([ ! -e "$RECORD" ] && echo 0 || echo 1)" "... and the record is gone"
+
 done_testing

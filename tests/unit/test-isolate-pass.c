@@ -374,6 +374,60 @@ static void test_restart(void) {
         fake_end(&f, s);
 }
 
+/* A daemon stopped before its first libvirt scan: a fresh isolate on a killed
+ * one's record, no guest known, one pass with nothing in force puts back all
+ * the record says, the guests' threads included. */
+static void test_stop_unscanned(void) {
+        struct fake f;
+        struct isolate *s = fake_start(&f);
+        struct isolate_guest g[] = { { "vm", 500, NULL, false } };
+
+        pass(s, ISOLATE_ALL, "/", "2", g, 1);
+        isolate_free(s);                /* killed */
+        isolate_new(f.root, f.record, &fake_ops, &f, &s);
+        is_task(&f, 501, "0-1,3", "killed: the guest's vCPU thread stays confined");
+        pass(s, 0, "/", "", NULL, 0);
+        is_task(&f, 1, "0-3", "stopped unscanned: init back");
+        is_task(&f, 30, "0-3", "stopped unscanned: the busy task back");
+        is_task(&f, 500, "0-3", "stopped unscanned: the guest's main thread back, its guest unknown");
+        is_task(&f, 501, "0-3", "... and its vCPU thread");
+        is_file(&f, "/proc/irq/24/smp_affinity_list", "0-3", "stopped unscanned: IRQ 24 back");
+        is_file(&f, "/sys/devices/virtual/workqueue/cpumask", "0000000f", "stopped unscanned: workqueues back");
+        ok(access(f.record, F_OK) < 0, "stopped unscanned: the record is gone");
+        fake_end(&f, s);
+}
+
+/* The record guards every change: when it cannot be written nothing is
+ * narrowed, while putting back still goes ahead. */
+static void test_record_unwritable(void) {
+        struct fake f;
+        struct isolate *s = fake_start(&f);
+
+        pass(s, ISOLATE_ALL, "/", "2", NULL, 0);
+        is_task(&f, 1, "0-1,3", "record written: init confined");
+        free(s->record_path);
+        s->record_path = xasprintf("%s/missing/isolation", f.root);
+        f.log[0] = '\0';
+        ok(pass(s, ISOLATE_ALL, "/", "2-3", NULL, 0) < 0, "unwritable record: the pass says so");
+        ok(!strstr(f.log, "set ") && !strstr(f.log, "write "), "unwritable record: nothing narrowed further");
+        is_task(&f, 1, "0-1,3", "... init keeps the recorded mask");
+        ok(s->report.nskipped >= 1 && strstr(s->report.skipped[s->report.nskipped - 1], "cannot be written"),
+           "... and that is reported");
+        pass(s, ISOLATE_ALL, "/", "", NULL, 0);
+        is_task(&f, 1, "0-3", "unwritable record: putting back still goes ahead");
+        is_file(&f, "/proc/irq/24/smp_affinity_list", "0-3", "... IRQ 24 back");
+        fake_end(&f, s);
+
+        s = fake_start(&f);
+        free(s->record_path);
+        s->record_path = xasprintf("%s/missing/isolation", f.root);
+        ok(pass(s, ISOLATE_ALL, "/", "2", NULL, 0) < 0, "no record from the start: the pass says so");
+        ok(!strstr(f.log, "set ") && !strstr(f.log, "write "), "no record from the start: no set_affinity, no write");
+        is_int(s->rec.n, 0, "... and nothing is recorded in memory either");
+        ok(pass(s, ISOLATE_ALL, "/", "2", NULL, 0) < 0 && !strstr(f.log, "set "), "... nor at the next pass");
+        fake_end(&f, s);
+}
+
 /* ---- systemd hosts: AllowedCPUs on the slices ---------------------------------------------- */
 
 static void test_systemd(void) {
@@ -427,6 +481,8 @@ int main(void) {
         test_whole_host();
         test_scope();
         test_restart();
+        test_stop_unscanned();
+        test_record_unwritable();
         test_systemd();
         test_irqbalance();
         return tap_done();
