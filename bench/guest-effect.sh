@@ -15,11 +15,11 @@
 #
 # Needs root, libvirtd and QEMU (TCG is enough); shares tests/integration/lib.sh
 # with the integration tests (one run at a time, everything cleaned up at exit).
-# usage: [BUILDDIR=build/default] bench/guest-effect.sh [SECONDS_PER_PHASE]
+# usage: [BUILDDIR=build/default] bench/guest-effect.sh [SECONDS_PER_PHASE (30)]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-secs=${1:-15}
+secs=${1:-30}
 export BUILDDIR=${BUILDDIR:-$top/build/default}
 export SRCDIR=$top
 T_MANAGED=kvmtuned-bench-*
