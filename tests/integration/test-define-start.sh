@@ -29,9 +29,11 @@ ROUNDS=4
 DEDICATED='cpu="dedicated" emulator="share" iothreads="shared" numa="none"'
 TIMES=""
 
-# The hook requests that gave up waiting for kvmtuned so far.
+# The started-hook requests that gave up waiting for kvmtuned so far (a release
+# hook that gives up says "kvmtuned frees it on the stop event" instead: that
+# one is not what this test is about, and is only reported at the end).
 hook_gave_up() {
-        grep -c "did not answer" "$H_STDERR" || true
+        grep -c "did not answer.*starting unplaced" "$H_STDERR" || true
 }
 
 # timed COMMAND...: runs it, adds its wall time to TIMES, returns its status.
@@ -137,6 +139,7 @@ is "$(show "$n" '.vcpus[0].cpus[0]')" "$pu" "$n keeps the PU its definition name
 stop_guest "$n"
 
 is "$(hook_gave_up)" 0 "no started hook gave up waiting for kvmtuned in this test (hook stderr)"
+diag "release hooks that gave up waiting: $(grep -c "did not answer.*stop event" "$H_STDERR" || true)"
 if [ -s "$H_STDERR" ]; then
         diag "the hook's stderr:"
         sed 's/^/#   /' "$H_STDERR"
